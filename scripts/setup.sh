@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what building and testing webert needs on a fresh machine, then fetches the models.
+# Idempotent: each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need_apt=()
+command -v unzip >/dev/null || need_apt+=(unzip)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  apt-get update -qq && apt-get install -y -qq "${need_apt[@]}"
+fi
+rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+bash scripts/fetch_models.sh

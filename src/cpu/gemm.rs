@@ -1,0 +1,229 @@
+//! Blocked GEMM `C[m×n] (+)= A[m×k] · B` with both operands packed into the register-tile
+//! layouts of the selected micro-kernel. B (weights, or K/V inside attention) is packed once
+//! into `nr`-wide column panels; A is packed per call into `mr`-row strips.
+
+use super::kernels::Kernel;
+
+/// Depth of one K block: a `KC × nr` B panel stays in L1 while every A strip passes over it.
+const KC: usize = 256;
+
+/// B packed as panels of `nr` columns: `data[p][kk][j] = B(kk, p*nr + j)`, zero padded.
+#[derive(Debug, Default, Clone)]
+pub struct PackedB {
+    pub n: usize,
+    pub k: usize,
+    nr: usize,
+    data: Vec<f32>,
+}
+
+impl PackedB {
+    /// Packs a row-major `[n, k]` matrix (PyTorch `Linear` weights, attention keys).
+    pub fn from_nk(kern: &Kernel, n: usize, k: usize, src: &[f32], ld: usize) -> Self {
+        let mut p = PackedB::default();
+        p.repack(kern, n, k, |j, kk| src[j * ld + kk]);
+        p
+    }
+
+    /// Re-fills this buffer from a row-major `[n, k]` source, reusing the allocation.
+    pub fn repack_nk(&mut self, kern: &Kernel, n: usize, k: usize, src: &[f32], ld: usize) {
+        self.repack(kern, n, k, |j, kk| src[j * ld + kk]);
+    }
+
+    /// Re-fills this buffer from a row-major `[k, n]` source (attention values).
+    pub fn repack_kn(&mut self, kern: &Kernel, n: usize, k: usize, src: &[f32], ld: usize) {
+        self.repack(kern, n, k, |j, kk| src[kk * ld + j]);
+    }
+
+    fn repack(&mut self, kern: &Kernel, n: usize, k: usize, at: impl Fn(usize, usize) -> f32) {
+        let nr = kern.nr;
+        let panels = n.div_ceil(nr);
+        self.n = n;
+        self.k = k;
+        self.nr = nr;
+        self.data.clear();
+        self.data.resize(panels * k * nr, 0.0);
+        for p in 0..panels {
+            let cols = nr.min(n - p * nr);
+            let panel = &mut self.data[p * k * nr..(p + 1) * k * nr];
+            for kk in 0..k {
+                for j in 0..cols {
+                    panel[kk * nr + j] = at(p * nr + j, kk);
+                }
+            }
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.data.len() * 4
+    }
+}
+
+/// `C = A · B` (or `C += A · B` with `accumulate`). `a` is row-major with stride `lda`,
+/// `c` row-major with stride `ldc`; `a_pack` is scratch reused between calls.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm(
+    kern: &Kernel,
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    b: &PackedB,
+    c: &mut [f32],
+    ldc: usize,
+    accumulate: bool,
+    a_pack: &mut Vec<f32>,
+) {
+    let (n, k, mr, nr) = (b.n, b.k, kern.mr, kern.nr);
+    assert_eq!(b.nr, nr, "B was packed for another kernel");
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(
+        a.len() >= (m - 1) * lda + k && c.len() >= (m - 1) * ldc + n,
+        "gemm operand too short"
+    );
+    if k == 0 {
+        if !accumulate {
+            (0..m).for_each(|i| c[i * ldc..i * ldc + n].fill(0.0));
+        }
+        return;
+    }
+    let strips = m.div_ceil(mr);
+    let panels = n.div_ceil(nr);
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = KC.min(k - k0);
+        pack_a(a_pack, a, lda, m, mr, k0, kc);
+        for p in 0..panels {
+            let cols = nr.min(n - p * nr);
+            let b_panel = &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kc) * nr];
+            for s in 0..strips {
+                let rows = mr.min(m - s * mr);
+                let a_strip = &a_pack[s * kc * mr..(s + 1) * kc * mr];
+                let c_off = s * mr * ldc + p * nr;
+                // SAFETY: the strip holds kc*mr floats and the panel kc*nr (asserted by the
+                // slicing above); the kernel writes only rows < `rows` and cols < `cols` of C,
+                // all inside `c` by the length assert.
+                unsafe {
+                    (kern.tile)(
+                        kc,
+                        a_strip.as_ptr(),
+                        b_panel.as_ptr(),
+                        c.as_mut_ptr().add(c_off),
+                        ldc,
+                        rows,
+                        cols,
+                        accumulate || k0 > 0,
+                    );
+                }
+            }
+        }
+        k0 += kc;
+    }
+}
+
+/// Packs columns `k0..k0+kc` of A into `mr`-row strips, `strip[kk][i]`, zero padded.
+fn pack_a(dst: &mut Vec<f32>, a: &[f32], lda: usize, m: usize, mr: usize, k0: usize, kc: usize) {
+    let strips = m.div_ceil(mr);
+    dst.clear();
+    dst.resize(strips * kc * mr, 0.0);
+    for s in 0..strips {
+        let strip = &mut dst[s * kc * mr..(s + 1) * kc * mr];
+        for i in 0..mr.min(m - s * mr) {
+            let row = &a[(s * mr + i) * lda + k0..(s * mr + i) * lda + k0 + kc];
+            for (kk, &x) in row.iter().enumerate() {
+                strip[kk * mr + i] = x;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::kernels::available;
+
+    fn naive(m: usize, n: usize, k: usize, a: &[f32], b_nk: &[f32]) -> Vec<f32> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k)
+                    .map(|kk| a[i * k + kk] as f64 * b_nk[j * k + kk] as f64)
+                    .sum::<f64>() as f32;
+            }
+        }
+        c
+    }
+
+    fn rand_vec(len: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..len)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_kernel_matches_naive_on_ragged_shapes() {
+        for kern in available() {
+            for &(m, n, k) in &[
+                (1, 1, 1),
+                (5, 7, 3),
+                (13, 33, 300),
+                (128, 96, 64),
+                (3, 70, 513),
+                (31, 17, 1),
+            ] {
+                let a = rand_vec(m * k, 1 + m as u64);
+                let b = rand_vec(n * k, 2 + n as u64);
+                let packed = PackedB::from_nk(kern, n, k, &b, k);
+                let mut c = vec![0.0; m * n];
+                let mut scratch = Vec::new();
+                gemm(kern, m, &a, k, &packed, &mut c, n, false, &mut scratch);
+                let want = naive(m, n, k, &a, &b);
+                let err = c
+                    .iter()
+                    .zip(&want)
+                    .map(|(x, y)| (x - y).abs())
+                    .fold(0.0, f32::max);
+                assert!(err < 1e-4, "{} m={m} n={n} k={k}: max err {err}", kern.name);
+                // accumulate adds on top of what is there
+                gemm(kern, m, &a, k, &packed, &mut c, n, true, &mut scratch);
+                let err2 = c
+                    .iter()
+                    .zip(&want)
+                    .map(|(x, y)| (x - 2.0 * y).abs())
+                    .fold(0.0, f32::max);
+                assert!(err2 < 2e-4, "{} accumulate: {err2}", kern.name);
+            }
+        }
+    }
+
+    #[test]
+    fn strided_operands_and_kn_packing() {
+        for kern in available() {
+            let (m, n, k) = (9, 11, 20);
+            let a = rand_vec(m * 32, 3);
+            let b_kn = rand_vec(k * 16, 4); // [k, n] with stride 16
+            let mut packed = PackedB::default();
+            packed.repack_kn(kern, n, k, &b_kn, 16);
+            let mut c = vec![7.0; m * 24];
+            gemm(kern, m, &a, 32, &packed, &mut c, 24, false, &mut Vec::new());
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f32 = (0..k).map(|kk| a[i * 32 + kk] * b_kn[kk * 16 + j]).sum();
+                    assert!((c[i * 24 + j] - want).abs() < 1e-4, "{}", kern.name);
+                }
+                assert!(
+                    c[i * 24 + n..(i + 1) * 24].iter().all(|&x| x == 7.0),
+                    "wrote outside C"
+                );
+            }
+        }
+    }
+}

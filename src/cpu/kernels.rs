@@ -1,0 +1,81 @@
+//! Micro-kernel registry: one register-tile GEMM kernel per ISA, chosen once at run time
+//! (x86_64) or at compile time (wasm32 `simd128`, aarch64 NEON).
+
+/// `C[rows×cols] (+)= Astrip[k×mr] · Bpanel[k×nr]` for one register tile.
+pub type TileFn = unsafe fn(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+    accumulate: bool,
+);
+
+pub struct Kernel {
+    pub name: &'static str,
+    pub mr: usize,
+    pub nr: usize,
+    pub tile: TileFn,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}x{})", self.name, self.mr, self.nr)
+    }
+}
+
+/// Every kernel this machine can run, best first.
+#[allow(clippy::vec_init_then_push)] // which pushes happen depends on the target
+pub fn available() -> Vec<&'static Kernel> {
+    let mut v: Vec<&'static Kernel> = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            v.push(&super::avx512::KERNEL);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            v.push(&super::avx2::KERNEL);
+        }
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    v.push(&super::simd128::KERNEL);
+    #[cfg(target_arch = "aarch64")]
+    v.push(&super::neon::KERNEL);
+    v.push(&super::scalar::KERNEL);
+    v
+}
+
+/// The fastest kernel, or the one named by `WEBERT_ISA` (avx512, avx2, neon, simd128, scalar).
+pub fn select() -> &'static Kernel {
+    let all = available();
+    let wanted = std::env::var("WEBERT_ISA").ok();
+    wanted
+        .and_then(|w| all.iter().copied().find(|k| k.name == w))
+        .unwrap_or(all[0])
+}
+
+/// Writes (or adds) the valid `rows × cols` corner of a full `mr × nr` tile held in `tile`.
+///
+/// # Safety
+/// `c` must be valid for `rows` rows of `cols` floats with stride `ldc`.
+#[inline(always)]
+pub(super) unsafe fn store_partial(
+    tile: &[f32],
+    nr: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+    accumulate: bool,
+) {
+    for i in 0..rows {
+        for j in 0..cols {
+            let dst = c.add(i * ldc + j);
+            let v = tile[i * nr + j];
+            *dst = if accumulate { *dst + v } else { v };
+        }
+    }
+}

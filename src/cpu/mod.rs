@@ -1,0 +1,281 @@
+//! Executes the plan on the CPU with the best SIMD micro-kernel for this machine.
+
+mod attention;
+pub mod gemm;
+pub mod kernels;
+mod math;
+mod scalar;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "aarch64")]
+mod neon;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128;
+
+use crate::error::{Error, Result};
+use crate::model::{Op, Plan, Rows, Tensor, WeightId};
+use attention::{attention, AttentionScratch};
+use gemm::{gemm, PackedB};
+use kernels::Kernel;
+use std::collections::HashMap;
+
+/// A padded batch: `batch` sequences of `seq_len` tokens, right-padded; `lens[s]` are real.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    pub ids: Vec<u32>,
+    pub type_ids: Vec<u32>,
+    pub lens: Vec<usize>,
+    pub seq_len: usize,
+    /// Token rows (`s * seq_len + i`) for heads over picked rows (fill-mask).
+    pub picked: Vec<usize>,
+}
+
+impl Batch {
+    pub fn batch_size(&self) -> usize {
+        self.lens.len()
+    }
+}
+
+/// What a forward pass returns: the last hidden state `[b*l, h]` and the head's logits.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub hidden: Vec<f32>,
+    pub logits: Option<Vec<f32>>,
+}
+
+pub struct CpuExecutor {
+    plan: Plan,
+    kernel: &'static Kernel,
+    packed: HashMap<WeightId, PackedB>,
+    bufs: Vec<Vec<f32>>,
+    attn: AttentionScratch,
+    a_pack: Vec<f32>,
+}
+
+impl CpuExecutor {
+    /// Packs every linear weight for the selected kernel; unpacked copies that only served
+    /// as GEMM operands are freed, so weights are held once.
+    pub fn new(mut plan: Plan) -> Self {
+        let kernel = kernels::select();
+        let mut gathered = Vec::new();
+        let mut linear = Vec::new();
+        for op in &plan.ops {
+            match op {
+                Op::Embeddings {
+                    word,
+                    position,
+                    token_type,
+                    ..
+                } => {
+                    gathered.extend([*word, *position]);
+                    gathered.extend(*token_type);
+                }
+                Op::Linear { linear: l, .. } => linear.push(l.weight),
+                _ => {}
+            }
+        }
+        let mut packed = HashMap::new();
+        for id in linear {
+            if packed.contains_key(&id) {
+                continue;
+            }
+            let t = &plan.weights[id.0];
+            packed.insert(
+                id,
+                PackedB::from_nk(kernel, t.shape[0], t.shape[1], &t.data, t.shape[1]),
+            );
+            if !gathered.contains(&id) {
+                plan.weights[id.0] = Tensor::new(vec![0], Vec::new());
+            }
+        }
+        let bufs = vec![Vec::new(); plan.buffers.len()];
+        CpuExecutor {
+            plan,
+            kernel,
+            packed,
+            bufs,
+            attn: AttentionScratch::default(),
+            a_pack: Vec::new(),
+        }
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn kernel_name(&self) -> &'static str {
+        self.kernel.name
+    }
+
+    /// Runs the encoder, and the task head when `head` is set.
+    pub fn forward(&mut self, batch: &Batch, head: bool) -> Result<Output> {
+        self.check(batch)?;
+        let (b, l) = (batch.batch_size(), batch.seq_len);
+        for (buf, spec) in self.bufs.iter_mut().zip(&self.plan.buffers) {
+            let rows = match spec.rows {
+                Rows::Tokens => b * l,
+                Rows::First => b,
+                Rows::Picked => batch.picked.len(),
+            };
+            buf.resize(rows * spec.cols, 0.0);
+        }
+        let end = if head {
+            self.plan.ops.len()
+        } else {
+            self.plan.encoder_ops
+        };
+        for i in 0..end {
+            self.run(i, batch);
+        }
+        Ok(Output {
+            hidden: self.bufs[self.plan.hidden.0].clone(),
+            logits: if head {
+                self.plan.logits.map(|id| self.bufs[id.0].clone())
+            } else {
+                None
+            },
+        })
+    }
+
+    fn check(&self, batch: &Batch) -> Result<()> {
+        let cfg = &self.plan.config;
+        let n = batch.batch_size() * batch.seq_len;
+        if batch.ids.len() != n || batch.type_ids.len() != n {
+            return Err(Error::Input(format!(
+                "batch holds {} ids for {n} positions",
+                batch.ids.len()
+            )));
+        }
+        if batch.seq_len > cfg.max_sequence_len() {
+            return Err(Error::Input(format!(
+                "sequence of {} tokens exceeds the model's maximum of {}",
+                batch.seq_len,
+                cfg.max_sequence_len()
+            )));
+        }
+        if let Some(id) = batch.ids.iter().find(|&&id| id as usize >= cfg.vocab_size) {
+            return Err(Error::Input(format!(
+                "token id {id} is outside the vocabulary of {}",
+                cfg.vocab_size
+            )));
+        }
+        if batch
+            .type_ids
+            .iter()
+            .any(|&t| t as usize >= cfg.type_vocab_size.max(1))
+        {
+            return Err(Error::Input(
+                "token type id outside the model's type vocabulary".into(),
+            ));
+        }
+        if batch.lens.iter().any(|&len| len > batch.seq_len) || batch.picked.iter().any(|&r| r >= n)
+        {
+            return Err(Error::Input(
+                "sequence length or picked row out of range".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, i: usize, batch: &Batch) {
+        let op = self.plan.ops[i].clone();
+        match op {
+            Op::Embeddings {
+                word,
+                position,
+                token_type,
+                norm,
+                position_offset,
+                out,
+            } => {
+                let (mut dst, plan) = (std::mem::take(&mut self.bufs[out.0]), &self.plan);
+                let w = &plan.weights;
+                let e = w[word.0].shape[1];
+                for (r, row) in dst.chunks_exact_mut(e).enumerate() {
+                    let (id, pos) = (batch.ids[r] as usize, r % batch.seq_len + position_offset);
+                    row.copy_from_slice(&w[word.0].data[id * e..(id + 1) * e]);
+                    let p = &w[position.0].data[pos * e..(pos + 1) * e];
+                    row.iter_mut().zip(p).for_each(|(x, y)| *x += y);
+                    if let Some(tt) = token_type {
+                        let t = batch.type_ids[r] as usize;
+                        row.iter_mut()
+                            .zip(&w[tt.0].data[t * e..(t + 1) * e])
+                            .for_each(|(x, y)| *x += y);
+                    }
+                    math::layer_norm(row, &w[norm.gamma.0].data, &w[norm.beta.0].data, norm.eps);
+                }
+                self.bufs[out.0] = dst;
+            }
+            Op::Linear {
+                x,
+                linear,
+                act,
+                residual,
+                norm,
+                out,
+            } => {
+                let (mut dst, plan) = (std::mem::take(&mut self.bufs[out.0]), &self.plan);
+                let src = &self.bufs[x.0];
+                let rows = src.len() / linear.n_in;
+                gemm(
+                    self.kernel,
+                    rows,
+                    src,
+                    linear.n_in,
+                    &self.packed[&linear.weight],
+                    &mut dst,
+                    linear.n_out,
+                    false,
+                    &mut self.a_pack,
+                );
+                let w = &plan.weights;
+                let bias = linear.bias.map(|b| w[b.0].data.as_slice());
+                let res = residual.map(|r| self.bufs[r.0].as_slice());
+                for (r, row) in dst.chunks_exact_mut(linear.n_out).enumerate() {
+                    let res_row = res.map(|v| &v[r * linear.n_out..(r + 1) * linear.n_out]);
+                    math::bias_act_residual(row, bias, act, res_row);
+                    if let Some(n) = norm {
+                        math::layer_norm(row, &w[n.gamma.0].data, &w[n.beta.0].data, n.eps);
+                    }
+                }
+                self.bufs[out.0] = dst;
+            }
+            Op::Attention {
+                qkv,
+                out,
+                heads,
+                head_dim,
+            } => {
+                let mut dst = std::mem::take(&mut self.bufs[out.0]);
+                attention(
+                    self.kernel,
+                    &self.bufs[qkv.0],
+                    &mut dst,
+                    &batch.lens,
+                    batch.seq_len,
+                    heads,
+                    head_dim,
+                    &mut self.attn,
+                );
+                self.bufs[out.0] = dst;
+            }
+            Op::Gather { x, out } => {
+                let (mut dst, plan) = (std::mem::take(&mut self.bufs[out.0]), &self.plan);
+                let cols = plan.buffers[out.0].cols;
+                let rows: Vec<usize> = match plan.buffers[out.0].rows {
+                    Rows::First => (0..batch.batch_size()).map(|s| s * batch.seq_len).collect(),
+                    Rows::Picked => batch.picked.clone(),
+                    Rows::Tokens => (0..batch.batch_size() * batch.seq_len).collect(),
+                };
+                let src = &self.bufs[x.0];
+                for (row, r) in dst.chunks_exact_mut(cols).zip(rows) {
+                    row.copy_from_slice(&src[r * cols..(r + 1) * cols]);
+                }
+                self.bufs[out.0] = dst;
+            }
+        }
+    }
+}

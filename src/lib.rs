@@ -1,0 +1,9 @@
+//! webert: BERT-family encoders from one plan, executed on CPU SIMD kernels or WebGPU.
+
+pub mod cpu;
+pub mod engine;
+pub mod error;
+pub mod model;
+pub mod tasks;
+
+pub use error::{Error, Result};

@@ -1,0 +1,119 @@
+//! Task heads appended to the encoder plan, per model family (HF module names).
+
+use super::config::{Activation, Architecture, ModelType};
+use super::plan::{BufId, HeadBuilder, Linear, Op, Rows};
+use crate::error::Result;
+
+pub(super) fn build_head(hb: &mut HeadBuilder) -> Result<Option<BufId>> {
+    let h = hb.cfg().hidden_size;
+    let t = hb.cfg().model_type;
+    match hb.architecture() {
+        Architecture::Base => Ok(None),
+        Architecture::TokenClassification => {
+            let l = classifier(hb, "classifier", h)?;
+            Ok(Some(hb.dense(hb.hidden, l, Activation::None, "logits")))
+        }
+        Architecture::QuestionAnswering => {
+            let l = hb.linear("qa_outputs", h, 2)?;
+            Ok(Some(hb.dense(hb.hidden, l, Activation::None, "logits")))
+        }
+        Architecture::SequenceClassification => {
+            let cls = hb.buffer("cls", Rows::First, h);
+            hb.push(Op::Gather {
+                x: hb.hidden,
+                out: cls,
+            });
+            let (pre, act, out) = match t {
+                ModelType::Bert => ("pooler.dense", Activation::Tanh, "classifier"),
+                ModelType::DistilBert => ("pre_classifier", Activation::Relu, "classifier"),
+                ModelType::Electra => ("classifier.dense", Activation::Gelu, "classifier.out_proj"),
+                ModelType::Roberta | ModelType::XlmRoberta => {
+                    ("classifier.dense", Activation::Tanh, "classifier.out_proj")
+                }
+            };
+            let pre = hb.linear(pre, h, h)?;
+            let pooled = hb.dense(cls, pre, act, "pooled");
+            let l = classifier(hb, out, h)?;
+            Ok(Some(hb.dense(pooled, l, Activation::None, "logits")))
+        }
+        Architecture::MaskedLm => masked_lm(hb).map(Some),
+    }
+}
+
+fn classifier(hb: &mut HeadBuilder, name: &str, n_in: usize) -> Result<Linear> {
+    let n = hb
+        .rows_of(&format!("{name}.weight"))
+        .ok_or_else(|| hb.missing(&format!("{name}.weight")))?;
+    hb.linear(name, n_in, n)
+}
+
+/// Transform (dense + activation + LayerNorm) on the picked mask rows, then the vocabulary
+/// decoder, tied to the word embeddings when the checkpoint has no decoder matrix.
+fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
+    let cfg = hb.cfg().clone();
+    let (h, e, v) = (cfg.hidden_size, cfg.embedding_size, cfg.vocab_size);
+    let (dense, norm, decoder, bias, act) = match cfg.model_type {
+        ModelType::Bert => (
+            "cls.predictions.transform.dense",
+            "cls.predictions.transform.LayerNorm",
+            "cls.predictions.decoder",
+            "cls.predictions.bias",
+            cfg.hidden_act,
+        ),
+        ModelType::DistilBert => (
+            "vocab_transform",
+            "vocab_layer_norm",
+            "vocab_projector",
+            "vocab_projector.bias",
+            cfg.hidden_act,
+        ),
+        ModelType::Roberta | ModelType::XlmRoberta => (
+            "lm_head.dense",
+            "lm_head.layer_norm",
+            "lm_head.decoder",
+            "lm_head.bias",
+            Activation::Gelu,
+        ),
+        ModelType::Electra => (
+            "generator_predictions.dense",
+            "generator_predictions.LayerNorm",
+            "generator_lm_head",
+            "generator_lm_head.bias",
+            Activation::Gelu,
+        ),
+    };
+    let picked = hb.buffer("mask_rows", Rows::Picked, h);
+    hb.push(Op::Gather {
+        x: hb.hidden,
+        out: picked,
+    });
+    let dense = hb.linear(dense, h, e)?;
+    let norm = hb.norm(norm, e)?;
+    let transformed = hb.buffer("mlm_transform", Rows::Picked, e);
+    hb.push(Op::Linear {
+        x: picked,
+        linear: dense,
+        act,
+        residual: None,
+        norm: Some(norm),
+        out: transformed,
+    });
+    let weight = if hb.has(&format!("{decoder}.weight")) {
+        hb.weight(&format!("{decoder}.weight"), &[v, e])?
+    } else {
+        hb.word
+    };
+    let bias_name = if hb.has(bias) {
+        bias.to_string()
+    } else {
+        format!("{decoder}.bias")
+    };
+    let bias = Some(hb.weight(&bias_name, &[v])?);
+    let linear = Linear {
+        weight,
+        bias,
+        n_in: e,
+        n_out: v,
+    };
+    Ok(hb.dense(transformed, linear, Activation::None, "logits"))
+}

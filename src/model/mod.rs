@@ -1,0 +1,15 @@
+//! Model description: config, weights (safetensors, ONNX import) and the plan both executors run.
+
+pub mod config;
+mod heads;
+pub mod plan;
+pub mod weights;
+
+pub use config::{Activation, Architecture, ModelConfig, ModelType};
+pub use plan::{BufId, BufferSpec, Linear, Norm, Op, Plan, Rows, WeightId};
+pub use weights::{Tensor, Weights};
+pub mod tokenizer;
+pub use tokenizer::{TextTokenizer, Windowing};
+pub mod files;
+pub mod onnx;
+pub use files::ModelFiles;

@@ -1,0 +1,344 @@
+//! Decoding `TensorProto` payloads and the dequantization arithmetic. Errors are plain
+//! reasons; the caller attaches the tensor or node name.
+
+use super::proto::{dtype, TensorProto};
+use std::borrow::Cow;
+
+pub(super) type Reason = String;
+
+pub(super) fn is_float(data_type: i32) -> bool {
+    matches!(data_type, dtype::FLOAT | dtype::FLOAT16 | dtype::BFLOAT16)
+}
+
+pub(super) fn is_int(data_type: i32) -> bool {
+    matches!(
+        data_type,
+        dtype::UINT8
+            | dtype::INT8
+            | dtype::UINT16
+            | dtype::INT16
+            | dtype::INT32
+            | dtype::UINT4
+            | dtype::INT4
+    )
+}
+
+pub(super) fn shape(t: &TensorProto) -> Result<Vec<usize>, Reason> {
+    t.dims
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("negative dimension {d}")))
+        .collect()
+}
+
+pub(super) fn numel(shape: &[usize]) -> Result<usize, Reason> {
+    shape.iter().try_fold(1usize, |n, &d| {
+        n.checked_mul(d)
+            .ok_or_else(|| format!("shape {shape:?} overflows"))
+    })
+}
+
+fn len_mismatch(what: &str, got: usize, want: usize) -> Reason {
+    format!("{what} holds {got} values, shape needs {want}")
+}
+
+/// Raw little-endian payload of exactly `n` elements of `size` bytes.
+fn raw(t: &TensorProto, n: usize, size: usize) -> Result<&[u8], Reason> {
+    let want = n.checked_mul(size).ok_or("tensor size overflows")?;
+    if t.raw_data.len() != want {
+        return Err(format!(
+            "raw_data has {} bytes, shape needs {want}",
+            t.raw_data.len()
+        ));
+    }
+    Ok(&t.raw_data)
+}
+
+/// Float tensor (f32, f16 or bf16) as f32.
+pub(super) fn to_f32(t: &TensorProto) -> Result<Vec<f32>, Reason> {
+    let n = numel(&shape(t)?)?;
+    let bits16 = |conv: fn(u16) -> f32| -> Result<Vec<f32>, Reason> {
+        if t.raw_data.is_empty() && n > 0 {
+            // int32_data carries one 16-bit pattern per element.
+            if t.int32_data.len() != n {
+                return Err(len_mismatch("int32_data", t.int32_data.len(), n));
+            }
+            return Ok(t.int32_data.iter().map(|&v| conv(v as u16)).collect());
+        }
+        let raw = raw(t, n, 2)?;
+        Ok(raw
+            .chunks_exact(2)
+            .map(|c| conv(u16::from_le_bytes([c[0], c[1]])))
+            .collect())
+    };
+    match t.data_type {
+        dtype::FLOAT if t.raw_data.is_empty() && n > 0 => {
+            if t.float_data.len() != n {
+                return Err(len_mismatch("float_data", t.float_data.len(), n));
+            }
+            Ok(t.float_data.clone())
+        }
+        dtype::FLOAT => Ok(raw(t, n, 4)?
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()),
+        dtype::FLOAT16 => bits16(|b| half::f16::from_bits(b).to_f32()),
+        dtype::BFLOAT16 => bits16(|b| half::bf16::from_bits(b).to_f32()),
+        other => Err(format!("expected a float tensor, got data type {other}")),
+    }
+}
+
+/// Integer tensor (8/16/32-bit or packed 4-bit) as i32, one value per logical element.
+pub(super) fn to_i32(t: &TensorProto) -> Result<Vec<i32>, Reason> {
+    let n = numel(&shape(t)?)?;
+    let nibbles = |bytes: &mut dyn Iterator<Item = u8>, signed: bool| -> Vec<i32> {
+        let mut v: Vec<i32> = bytes
+            .flat_map(|b| [b & 0x0f, b >> 4])
+            .map(|q| {
+                if signed {
+                    ((q << 4) as i8 >> 4) as i32
+                } else {
+                    q as i32
+                }
+            })
+            .collect();
+        v.truncate(n);
+        v
+    };
+    let packed4 = matches!(t.data_type, dtype::UINT4 | dtype::INT4);
+    if t.raw_data.is_empty() && n > 0 {
+        let want = if packed4 { n.div_ceil(2) } else { n };
+        if t.int32_data.len() != want {
+            return Err(len_mismatch("int32_data", t.int32_data.len(), want));
+        }
+        if packed4 {
+            let mut it = t.int32_data.iter().map(|&v| v as u8);
+            return Ok(nibbles(&mut it, t.data_type == dtype::INT4));
+        }
+        return match t.data_type {
+            dtype::UINT8 | dtype::INT8 | dtype::UINT16 | dtype::INT16 | dtype::INT32 => {
+                Ok(t.int32_data.clone())
+            }
+            other => Err(format!("expected an integer tensor, got data type {other}")),
+        };
+    }
+    Ok(match t.data_type {
+        dtype::UINT8 => raw(t, n, 1)?.iter().map(|&b| b as i32).collect(),
+        dtype::INT8 => raw(t, n, 1)?.iter().map(|&b| b as i8 as i32).collect(),
+        dtype::UINT16 => raw(t, n, 2)?
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]) as i32)
+            .collect(),
+        dtype::INT16 => raw(t, n, 2)?
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]) as i32)
+            .collect(),
+        dtype::INT32 => raw(t, n, 4)?
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+        dtype::UINT4 | dtype::INT4 => {
+            let raw = raw(t, n.div_ceil(2), 1)?;
+            nibbles(&mut raw.iter().copied(), t.data_type == dtype::INT4)
+        }
+        other => return Err(format!("expected an integer tensor, got data type {other}")),
+    })
+}
+
+/// Bytes of a uint8 tensor.
+pub(super) fn to_u8(t: &TensorProto) -> Result<Cow<'_, [u8]>, Reason> {
+    if t.data_type != dtype::UINT8 {
+        return Err(format!(
+            "expected uint8 data, got data type {}",
+            t.data_type
+        ));
+    }
+    let n = numel(&shape(t)?)?;
+    if t.raw_data.is_empty() && n > 0 {
+        if t.int32_data.len() != n {
+            return Err(len_mismatch("int32_data", t.int32_data.len(), n));
+        }
+        return Ok(Cow::Owned(t.int32_data.iter().map(|&v| v as u8).collect()));
+    }
+    Ok(Cow::Borrowed(raw(t, n, 1)?))
+}
+
+/// Splits each byte into `8 / bits` values, lowest bits first.
+pub(super) fn unpack_bits(bytes: &[u8], bits: usize) -> Result<Vec<i32>, Reason> {
+    if !matches!(bits, 2 | 4 | 8) {
+        return Err(format!("bits={bits} is not supported (2, 4 or 8)"));
+    }
+    let mask = (1u16 << bits) as u8 - 1;
+    Ok(bytes
+        .iter()
+        .flat_map(|&b| (0..8 / bits).map(move |i| ((b >> (i * bits)) & mask) as i32))
+        .collect())
+}
+
+pub(super) fn transpose2(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; data.len()];
+    for (r, row) in data.chunks_exact(cols.max(1)).enumerate().take(rows) {
+        for (c, &v) in row.iter().enumerate() {
+            if let Some(o) = out.get_mut(c * rows + r) {
+                *o = v;
+            }
+        }
+    }
+    out
+}
+
+/// ONNX `DequantizeLinear`: `y = (x - zp) * scale`, with the scale per tensor (one element),
+/// per `axis` (1-D, one per index of that axis) or blocked (same rank as `x`, `block_size`
+/// consecutive elements along `axis` share one).
+pub(super) fn dequantize_linear(
+    x: &[i32],
+    shape: &[usize],
+    scale: &[f32],
+    scale_shape: &[usize],
+    zero_point: Option<&[f32]>,
+    axis: i64,
+    block_size: usize,
+) -> Result<Vec<f32>, Reason> {
+    if let Some(zp) = zero_point {
+        if zp.len() != scale.len() {
+            return Err(format!(
+                "zero point has {} values, scale has {}",
+                zp.len(),
+                scale.len()
+            ));
+        }
+    }
+    let zp_at = |i: usize| zero_point.and_then(|z| z.get(i)).copied().unwrap_or(0.0);
+    if let [s] = scale {
+        let z = zp_at(0);
+        return Ok(x.iter().map(|&q| (q as f32 - z) * s).collect());
+    }
+    let rank = shape.len() as i64;
+    let axis = if axis < 0 { axis + rank } else { axis };
+    let ax = usize::try_from(axis)
+        .ok()
+        .filter(|&a| a < shape.len())
+        .ok_or_else(|| format!("axis {axis} out of range for shape {shape:?}"))?;
+    let d = shape[ax];
+    let inner = numel(&shape[ax + 1..])?;
+    let (blocks, bs) = if scale_shape.len() == 1 && scale.len() == d {
+        (d, 1)
+    } else if block_size > 0
+        && scale_shape.len() == shape.len()
+        && scale_shape.get(ax) == Some(&d.div_ceil(block_size))
+        && scale_shape
+            .iter()
+            .zip(shape)
+            .enumerate()
+            .all(|(i, (s, x))| i == ax || s == x)
+    {
+        (d.div_ceil(block_size), block_size)
+    } else {
+        return Err(format!(
+            "scale shape {scale_shape:?} fits neither per-tensor, per-axis ({ax}) nor \
+             blocked (block_size {block_size}) quantization of shape {shape:?}"
+        ));
+    };
+    if numel(shape)? != x.len() {
+        return Err(len_mismatch("quantized data", x.len(), numel(shape)?));
+    }
+    x.iter()
+        .enumerate()
+        .map(|(i, &q)| {
+            let c = (i / inner) % d;
+            let si = if bs == 1 && scale_shape.len() == 1 {
+                c
+            } else {
+                ((i / (inner * d)) * blocks + c / bs) * inner + i % inner
+            };
+            let s = scale.get(si).ok_or("scale index out of range")?;
+            Ok((q as f32 - zp_at(si)) * s)
+        })
+        .collect()
+}
+
+/// Zero points of `MatMulNBits`: packed like the weights, or one float per block.
+pub(super) enum NBitsZeroPoints<'a> {
+    Packed(&'a [u8]),
+    Float(&'a [f32]),
+}
+
+/// `com.microsoft.MatMulNBits` weight: `b` is `[n, blocks, block_size * bits / 8]`, scales
+/// `[n * blocks]`; returns `[n, k]` (PyTorch `[out, in]`). `g_idx` maps column k to its block.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn dequantize_nbits(
+    b: &[u8],
+    scales: &[f32],
+    zero_points: Option<NBitsZeroPoints>,
+    g_idx: Option<&[i32]>,
+    n: usize,
+    k: usize,
+    bits: usize,
+    block_size: usize,
+) -> Result<Vec<f32>, Reason> {
+    let blob = block_size
+        .checked_mul(bits)
+        .filter(|&b| b > 0 && b.is_multiple_of(8))
+        .map(|b| b / 8);
+    let valid = matches!(bits, 2 | 4 | 8) && n > 0 && k > 0;
+    let Some(blob) = blob.filter(|_| valid) else {
+        return Err(format!(
+            "invalid K={k}, N={n}, bits={bits}, block_size={block_size}"
+        ));
+    };
+    let blocks = k.div_ceil(block_size);
+    let expect = |what: &str, got: usize, per_row: Option<usize>| match per_row
+        .and_then(|r| r.checked_mul(n))
+    {
+        Some(want) if want == got => Ok(()),
+        _ => Err(format!(
+            "{what} has {got} elements, expected N={n} x {per_row:?}"
+        )),
+    };
+    let row_bytes = blocks.checked_mul(blob);
+    expect("B", b.len(), row_bytes)?;
+    // B's size now bounds everything below: blocks <= row_bytes <= b.len().
+    let row_bytes = row_bytes.unwrap_or_default();
+    let zp_row_bytes = (blocks * bits).div_ceil(8);
+    expect("scales", scales.len(), Some(blocks))?;
+    match &zero_points {
+        Some(NBitsZeroPoints::Packed(z)) => expect("zero_points", z.len(), Some(zp_row_bytes))?,
+        Some(NBitsZeroPoints::Float(z)) => expect("zero_points", z.len(), Some(blocks))?,
+        None => {}
+    }
+    if let Some(g) = g_idx.filter(|g| g.len() != k) {
+        return Err(len_mismatch("g_idx", g.len(), k));
+    }
+    let default_zp = [(1u32 << (bits - 1)) as f32];
+    let mut out = Vec::with_capacity(n * k);
+    let rows = b.chunks_exact(row_bytes).zip(scales.chunks_exact(blocks));
+    for (row, (q_row, s_row)) in rows.enumerate() {
+        let zp: Vec<f32> = match &zero_points {
+            None => default_zp.repeat(blocks),
+            Some(NBitsZeroPoints::Float(z)) => {
+                z.chunks_exact(blocks).nth(row).unwrap_or_default().to_vec()
+            }
+            Some(NBitsZeroPoints::Packed(z)) => {
+                let packed = z.chunks_exact(zp_row_bytes).nth(row).unwrap_or_default();
+                unpack_bits(packed, bits)?
+                    .into_iter()
+                    .map(|z| z as f32)
+                    .collect()
+            }
+        };
+        // Blocks are contiguous in a row, so unpacked position == column (tail padding dropped).
+        for (col, qv) in unpack_bits(q_row, bits)?.into_iter().enumerate().take(k) {
+            let blk = match g_idx {
+                Some(g) => g
+                    .get(col)
+                    .and_then(|&b| usize::try_from(b).ok())
+                    .unwrap_or(usize::MAX),
+                None => col / block_size,
+            };
+            let (Some(s), Some(z)) = (s_row.get(blk), zp.get(blk)) else {
+                return Err(format!("g_idx[{col}] is not a valid block index"));
+            };
+            out.push((qv as f32 - z) * s);
+        }
+    }
+    Ok(out)
+}

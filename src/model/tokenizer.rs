@@ -1,0 +1,176 @@
+//! The checkpoint's own `tokenizer.json`, with special token ids read from it (never assumed),
+//! and windowing of long inputs with a stride, exactly as the HF fast tokenizers do it.
+
+use crate::error::{Error, Result};
+use serde_json::Value;
+use std::sync::Mutex;
+use tokenizers::utils::truncation::{TruncationDirection, TruncationParams, TruncationStrategy};
+use tokenizers::{Encoding, Tokenizer};
+
+pub struct TextTokenizer {
+    inner: Mutex<Tokenizer>,
+    pub cls_id: Option<u32>,
+    pub pad_id: u32,
+    pub mask_id: Option<u32>,
+    pub mask_token: Option<String>,
+    pub unk_id: Option<u32>,
+    /// `tokenizer_config.json`'s `model_max_length`, when it is a real limit.
+    pub model_max_length: Option<usize>,
+    /// WordPiece's `##`: tells sub-words from words when aggregating entities.
+    pub subword_prefix: Option<String>,
+}
+
+/// How to split an input that is longer than one window.
+#[derive(Debug, Clone, Copy)]
+pub struct Windowing {
+    pub max_len: usize,
+    pub stride: usize,
+    /// Truncate only the second text of a pair (question answering's context).
+    pub only_second: bool,
+}
+
+impl TextTokenizer {
+    pub fn from_json(tokenizer_json: &[u8], tokenizer_config: Option<&str>) -> Result<Self> {
+        let mut tok = Tokenizer::from_bytes(tokenizer_json)
+            .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?;
+        tok.with_padding(None);
+        tok.with_truncation(None)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        let cfg: Value = tokenizer_config
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or(Value::Null);
+        let special = |key: &str, fallbacks: &[&str]| -> Option<(String, u32)> {
+            let named = cfg
+                .get(key)
+                .and_then(|v| v.as_str().or_else(|| v.get("content")?.as_str()));
+            named
+                .into_iter()
+                .chain(fallbacks.iter().copied())
+                .find_map(|t| tok.token_to_id(t).map(|id| (t.to_string(), id)))
+        };
+        let mask = special("mask_token", &["[MASK]", "<mask>"]);
+        let model_max_length = cfg
+            .get("model_max_length")
+            .and_then(Value::as_f64)
+            .filter(|&m| m > 0.0 && m < 1e9)
+            .map(|m| m as usize);
+        let subword_prefix = serde_json::from_slice::<Value>(tokenizer_json)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/model/continuing_subword_prefix")?
+                    .as_str()
+                    .map(String::from)
+            });
+        Ok(TextTokenizer {
+            cls_id: special("cls_token", &["[CLS]", "<s>"]).map(|s| s.1),
+            pad_id: special("pad_token", &["[PAD]", "<pad>"]).map_or(0, |s| s.1),
+            mask_id: mask.as_ref().map(|m| m.1),
+            mask_token: mask.map(|m| m.0),
+            unk_id: special("unk_token", &["[UNK]", "<unk>"]).map(|s| s.1),
+            model_max_length,
+            subword_prefix,
+            inner: Mutex::new(tok),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tokenizer> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Special tokens the post-processor adds around one text or a pair.
+    pub fn added_tokens(&self, pair: bool) -> usize {
+        let tok = self.lock();
+        let probe = if pair {
+            tok.encode(("a", "a"), true)
+        } else {
+            tok.encode("a", true)
+        };
+        let plain = tok.encode("a", false).map(|e| e.len()).unwrap_or(0);
+        probe
+            .map(|e| e.len().saturating_sub(plain * if pair { 2 } else { 1 }))
+            .unwrap_or(0)
+    }
+
+    /// One encoding with special tokens and code-point offsets, no truncation.
+    pub fn encode(&self, text: &str, pair: Option<&str>) -> Result<Encoding> {
+        let tok = self.lock();
+        let r = match pair {
+            Some(p) => tok.encode_char_offsets((text, p), true),
+            None => tok.encode_char_offsets(text, true),
+        };
+        r.map_err(|e| Error::Tokenizer(e.to_string()))
+    }
+
+    /// Every window of the input: the first encoding and its overflows, in order.
+    pub fn encode_windows(
+        &self,
+        text: &str,
+        pair: Option<&str>,
+        w: Windowing,
+    ) -> Result<Vec<Encoding>> {
+        let added = self.added_tokens(pair.is_some());
+        let fixed = if w.only_second {
+            self.lock()
+                .encode(text, false)
+                .map_err(|e| Error::Tokenizer(e.to_string()))?
+                .len()
+        } else {
+            0
+        };
+        let room = w.max_len.saturating_sub(added + fixed);
+        if room <= w.stride {
+            return Err(Error::Input(format!(
+                "a window of {} tokens leaves {room} tokens for the text after {added} special tokens{}, which must exceed the stride of {}",
+                w.max_len,
+                if fixed > 0 { format!(" and a {fixed}-token question") } else { String::new() },
+                w.stride
+            )));
+        }
+        let mut tok = self.lock();
+        let strategy = if w.only_second {
+            TruncationStrategy::OnlySecond
+        } else {
+            TruncationStrategy::LongestFirst
+        };
+        let params = TruncationParams {
+            direction: TruncationDirection::Right,
+            max_length: w.max_len,
+            strategy,
+            stride: w.stride,
+        };
+        tok.with_truncation(Some(params))
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        let r = match pair {
+            Some(p) => tok.encode_char_offsets((text, p), true),
+            None => tok.encode_char_offsets(text, true),
+        };
+        tok.with_truncation(None)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        let mut first = r.map_err(|e| Error::Tokenizer(e.to_string()))?;
+        let rest = first.take_overflowing();
+        let mut out = vec![first];
+        out.extend(rest);
+        Ok(out)
+    }
+
+    pub fn id_to_token(&self, id: u32) -> String {
+        self.lock().id_to_token(id).unwrap_or_default()
+    }
+
+    pub fn decode(&self, ids: &[u32], skip_special: bool) -> String {
+        self.lock().decode(ids, skip_special).unwrap_or_default()
+    }
+
+    /// Joins tokens the way the tokenizer's decoder does (`##` pieces glued, spaces cleaned up).
+    pub fn tokens_to_string(&self, tokens: &[String]) -> String {
+        let tok = self.lock();
+        match tok.get_decoder() {
+            Some(d) => {
+                use tokenizers::Decoder;
+                d.decode(tokens.to_vec())
+                    .unwrap_or_else(|_| tokens.join(" "))
+            }
+            None => tokens.join(" "),
+        }
+    }
+}

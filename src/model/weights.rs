@@ -1,0 +1,191 @@
+//! Named f32 tensors loaded from safetensors (f32/f16/bf16) or imported from ONNX.
+
+use crate::error::{Error, Result};
+use half::{bf16, f16};
+use safetensors::{Dtype, SafeTensors};
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    pub shape: Vec<usize>,
+    pub data: Vec<f32>,
+}
+
+impl Tensor {
+    pub fn new(shape: Vec<usize>, data: Vec<f32>) -> Self {
+        debug_assert_eq!(shape.iter().product::<usize>(), data.len());
+        Tensor { shape, data }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Weights {
+    tensors: HashMap<String, Tensor>,
+}
+
+impl Weights {
+    pub fn insert(&mut self, name: String, t: Tensor) {
+        self.tensors.insert(name, t);
+    }
+
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.tensors.keys()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Tensor)> {
+        self.tensors.iter()
+    }
+
+    /// Adds every floating-point tensor of a safetensors file; integer buffers such as
+    /// `position_ids` are not weights and are skipped.
+    pub fn add_safetensors(&mut self, file: &str, bytes: &[u8]) -> Result<()> {
+        let st = SafeTensors::deserialize(bytes).map_err(|e| Error::Safetensors {
+            file: file.to_string(),
+            msg: e.to_string(),
+        })?;
+        for (name, view) in st.tensors() {
+            let raw = view.data();
+            let data: Vec<f32> = match view.dtype() {
+                Dtype::F32 => raw
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+                Dtype::F16 => raw
+                    .chunks_exact(2)
+                    .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
+                    .collect(),
+                Dtype::BF16 => raw
+                    .chunks_exact(2)
+                    .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32())
+                    .collect(),
+                _ => continue,
+            };
+            self.insert(name, Tensor::new(view.shape().to_vec(), data));
+        }
+        Ok(())
+    }
+
+    /// Finds a tensor under its canonical name, with or without the model prefix
+    /// (`bert.`, `distilbert.`, …) and under legacy LayerNorm names (`gamma`/`beta`).
+    pub fn find(&self, prefix: &str, name: &str) -> Option<(&str, &Tensor)> {
+        let legacy = name
+            .strip_suffix(".weight")
+            .map(|s| format!("{s}.gamma"))
+            .or_else(|| name.strip_suffix(".bias").map(|s| format!("{s}.beta")));
+        let mut candidates = vec![name.to_string(), format!("{prefix}.{name}")];
+        if let Some(l) = legacy {
+            candidates.push(format!("{prefix}.{l}"));
+            candidates.push(l);
+        }
+        candidates
+            .into_iter()
+            .find_map(|c| self.tensors.get_key_value(&c))
+            .map(|(k, t)| (k.as_str(), t))
+    }
+
+    /// Removes and returns a tensor, checking its shape.
+    pub fn take(&mut self, prefix: &str, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let key = self
+            .find(prefix, name)
+            .map(|(k, _)| k.to_string())
+            .ok_or_else(|| Error::MissingTensor(format!("{prefix}.{name}")))?;
+        let t = self
+            .tensors
+            .remove(&key)
+            .ok_or_else(|| Error::MissingTensor(key.clone()))?;
+        if t.shape != shape {
+            return Err(Error::TensorShape {
+                name: key,
+                got: t.shape,
+                expected: shape.to_vec(),
+            });
+        }
+        Ok(t)
+    }
+
+    pub fn contains(&self, prefix: &str, name: &str) -> bool {
+        self.find(prefix, name).is_some()
+    }
+
+    /// Writes the tensors as an f32 safetensors file (used by `import-onnx`).
+    pub fn to_safetensors(&self) -> Result<Vec<u8>> {
+        let mut names: Vec<&String> = self.tensors.keys().collect();
+        names.sort();
+        let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = names
+            .iter()
+            .map(|n| {
+                let t = &self.tensors[*n];
+                let b = t.data.iter().flat_map(|x| x.to_le_bytes()).collect();
+                (n.to_string(), t.shape.clone(), b)
+            })
+            .collect();
+        let views = bytes
+            .iter()
+            .map(|(n, s, b)| {
+                safetensors::tensor::TensorView::new(Dtype::F32, s.clone(), b)
+                    .map(|v| (n.clone(), v))
+                    .map_err(|e| Error::Safetensors {
+                        file: n.clone(),
+                        msg: e.to_string(),
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        safetensors::serialize(views, None).map_err(|e| Error::Safetensors {
+            file: "output".into(),
+            msg: e.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safetensors_roundtrip_and_lookup() {
+        let mut w = Weights::default();
+        w.insert(
+            "bert.encoder.LayerNorm.gamma".into(),
+            Tensor::new(vec![2], vec![1.0, 2.0]),
+        );
+        w.insert("pooler.dense.bias".into(), Tensor::new(vec![1], vec![0.5]));
+        let bytes = w.to_safetensors().unwrap();
+        let mut back = Weights::default();
+        back.add_safetensors("t", &bytes).unwrap();
+        assert_eq!(back.len(), 2);
+        let (k, t) = back.find("bert", "encoder.LayerNorm.weight").unwrap();
+        assert_eq!(k, "bert.encoder.LayerNorm.gamma");
+        assert_eq!(t.data, vec![1.0, 2.0]);
+        assert!(back.find("bert", "pooler.dense.bias").is_some());
+        let err = back.take("bert", "pooler.dense.bias", &[2]).unwrap_err();
+        assert!(err.to_string().contains("shape"), "{err}");
+    }
+
+    #[test]
+    fn corrupt_safetensors_is_an_error() {
+        let mut w = Weights::default();
+        assert!(w.add_safetensors("x", &[1, 2, 3]).is_err());
+        assert!(w.add_safetensors("x", &[255; 64]).is_err());
+    }
+
+    #[test]
+    fn half_precision_is_converted() {
+        let b: Vec<u8> = [1.5f32, -2.0]
+            .iter()
+            .flat_map(|x| f16::from_f32(*x).to_le_bytes())
+            .collect();
+        let v = safetensors::tensor::TensorView::new(Dtype::F16, vec![2], &b).unwrap();
+        let bytes = safetensors::serialize(vec![("a", v)], None).unwrap();
+        let mut w = Weights::default();
+        w.add_safetensors("h", &bytes).unwrap();
+        assert_eq!(w.find("bert", "a").unwrap().1.data, vec![1.5, -2.0]);
+    }
+}

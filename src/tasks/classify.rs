@@ -1,0 +1,69 @@
+//! Sequence classification (`text-classification` pipeline): single texts and pairs.
+
+use super::{sigmoid, softmax, LabelScore};
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::model::Architecture;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScoreFn {
+    /// Softmax, or sigmoid for multi-label checkpoints and single-logit heads (as HF).
+    #[default]
+    Auto,
+    Softmax,
+    Sigmoid,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClassifyOptions {
+    /// Labels to return, best first; `None` returns all.
+    pub top_k: Option<usize>,
+    pub function: ScoreFn,
+    /// Cut inputs longer than the model takes instead of failing.
+    pub truncation: Option<usize>,
+}
+
+pub fn classify(
+    engine: &Engine,
+    inputs: &[(&str, Option<&str>)],
+    opts: ClassifyOptions,
+) -> Result<Vec<Vec<LabelScore>>> {
+    engine.require(
+        Architecture::SequenceClassification,
+        "sequence-classification",
+    )?;
+    let mut windows = Vec::with_capacity(inputs.len());
+    for (text, pair) in inputs {
+        windows.push(engine.encode(text, *pair, opts.truncation)?);
+    }
+    let outs = engine.run(&windows, true, &[])?;
+    let f = match opts.function {
+        ScoreFn::Auto
+            if engine.config.multi_label || outs.first().is_some_and(|o| o.logits.len() == 1) =>
+        {
+            ScoreFn::Sigmoid
+        }
+        ScoreFn::Auto => ScoreFn::Softmax,
+        f => f,
+    };
+    Ok(outs
+        .iter()
+        .map(|o| {
+            let scores = match f {
+                ScoreFn::Sigmoid => o.logits.iter().map(|&x| sigmoid(x)).collect(),
+                ScoreFn::None => o.logits.clone(),
+                _ => softmax(&o.logits),
+            };
+            let labels = engine.config.labels(scores.len());
+            let mut ranked: Vec<LabelScore> = labels
+                .into_iter()
+                .zip(scores)
+                .map(|(label, score)| LabelScore { label, score })
+                .collect();
+            ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+            ranked.truncate(opts.top_k.unwrap_or(usize::MAX));
+            ranked
+        })
+        .collect())
+}

@@ -1,0 +1,41 @@
+//! Tokenization-aware post-processing with the semantics of the Hugging Face pipelines.
+
+pub mod classify;
+pub mod embed;
+pub mod fill_mask;
+pub mod ner;
+pub mod qa;
+pub mod zero_shot;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LabelScore {
+    pub label: String,
+    pub score: f32,
+}
+
+pub(crate) fn softmax(x: &[f32]) -> Vec<f32> {
+    let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let e: Vec<f32> = x.iter().map(|v| (v - max).exp()).collect();
+    let sum: f32 = e.iter().sum();
+    e.iter().map(|v| v / sum).collect()
+}
+
+pub(crate) fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Index of the largest value; the first one on ties, as numpy's argmax.
+pub(crate) fn argmax(x: &[f32]) -> usize {
+    x.iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &v)| {
+            if v > bv {
+                (i, v)
+            } else {
+                (bi, bv)
+            }
+        })
+        .0
+}

@@ -1,0 +1,102 @@
+//! Shared helpers for the golden tests: model folders, golden JSON, tolerances.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use webert::engine::Engine;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A real checkpoint fetched by `scripts/fetch_models.sh`; the tests fail loudly without it.
+pub fn model_dir(name: &str) -> PathBuf {
+    let dir = std::env::var("WEBERT_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root().join("models"))
+        .join(name);
+    assert!(
+        dir.join("config.json").is_file(),
+        "{} is missing: run scripts/fetch_models.sh",
+        dir.display()
+    );
+    dir
+}
+
+pub fn golden(name: &str) -> Value {
+    let path = root().join("tests/golden").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// MiniLM's encoder and tokenizer plus a committed seeded head (`tests/heads/NAME`), put
+/// together in a temporary folder the way a user's fine-tuned checkpoint would look.
+pub fn with_head(head: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("webert-test-{head}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let minilm = model_dir("minilm");
+    for f in [
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+    ] {
+        link(&minilm.join(f), &dir.join(f));
+    }
+    let heads = root().join("tests/heads").join(head);
+    link(&heads.join("config.json"), &dir.join("config.json"));
+    link(
+        &heads.join("head.safetensors"),
+        &dir.join("head.safetensors"),
+    );
+    dir
+}
+
+fn link(src: &Path, dst: &Path) {
+    std::os::unix::fs::symlink(src, dst).unwrap_or_else(|e| panic!("link {}: {e}", src.display()));
+}
+
+pub fn engine(dir: &Path) -> Engine {
+    Engine::from_dir(dir).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()))
+}
+
+pub fn floats(v: &Value) -> Vec<f32> {
+    match v {
+        Value::Array(a) => a.iter().flat_map(floats).collect(),
+        Value::Number(n) => vec![n.as_f64().unwrap() as f32],
+        other => panic!("not a number array: {other}"),
+    }
+}
+
+pub fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "length differs");
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[track_caller]
+pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
+    let d = max_abs_diff(got, want);
+    assert!(d <= tol, "{what}: max abs diff {d:e} > {tol:e}");
+}
+
+pub fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("`{key}` missing in {v}"))
+}
+
+pub fn opt_str<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}

@@ -58,8 +58,12 @@ pub struct CpuExecutor {
 impl CpuExecutor {
     /// Packs every linear weight for the selected kernel; unpacked copies that only served
     /// as GEMM operands are freed, so weights are held once.
-    pub fn new(mut plan: Plan) -> Self {
-        let kernel = kernels::select();
+    pub fn new(plan: Plan) -> Self {
+        Self::with_kernel(plan, kernels::select())
+    }
+
+    /// Runs on a given micro-kernel (one of [`kernels::available`]).
+    pub fn with_kernel(mut plan: Plan, kernel: &'static Kernel) -> Self {
         let mut gathered = Vec::new();
         let mut linear = Vec::new();
         for op in &plan.ops {

@@ -1,0 +1,301 @@
+//! Bad model folders, bad options and hostile texts give clear errors, never panics.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use webert::cpu::{kernels, Batch, CpuExecutor};
+use webert::engine::Engine;
+use webert::model::{ModelFiles, Plan};
+use webert::tasks::{classify, embed, fill_mask, ner, qa, zero_shot};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("webert-err-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn copy(from: &Path, to: &Path, files: &[&str]) {
+    for f in files {
+        std::fs::copy(from.join(f), to.join(f)).unwrap();
+    }
+}
+
+fn load_err(dir: &Path) -> String {
+    match Engine::from_dir(dir) {
+        Ok(_) => panic!("{} loaded but should not", dir.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn broken_model_folders_name_what_is_wrong() {
+    let minilm = model_dir("minilm");
+    let empty = scratch("empty");
+    assert!(load_err(&empty).contains("config.json"));
+    assert!(load_err(&empty.join("missing")).contains("missing"));
+
+    let no_tok = scratch("notok");
+    copy(&minilm, &no_tok, &["config.json", "model.safetensors"]);
+    assert!(load_err(&no_tok).contains("tokenizer.json"));
+
+    let no_weights = scratch("noweights");
+    copy(&minilm, &no_weights, &["config.json", "tokenizer.json"]);
+    assert!(load_err(&no_weights).contains("no weights"));
+
+    let corrupt = scratch("corrupt");
+    copy(&minilm, &corrupt, &["config.json", "tokenizer.json"]);
+    std::fs::write(
+        corrupt.join("model.safetensors"),
+        b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":",
+    )
+    .unwrap();
+    assert!(
+        load_err(&corrupt).contains("safetensors"),
+        "{}",
+        load_err(&corrupt)
+    );
+
+    let config = std::fs::read_to_string(minilm.join("config.json")).unwrap();
+    let edit = |name: &str, from: &str, to: &str| {
+        let dir = scratch(name);
+        copy(&minilm, &dir, &["tokenizer.json"]);
+        std::os::unix::fs::symlink(
+            minilm.join("model.safetensors"),
+            dir.join("model.safetensors"),
+        )
+        .unwrap();
+        assert!(config.contains(from), "{from}");
+        std::fs::write(dir.join("config.json"), config.replace(from, to)).unwrap();
+        load_err(&dir)
+    };
+    assert!(edit(
+        "gpt2",
+        "\"model_type\": \"bert\"",
+        "\"model_type\": \"gpt2\""
+    )
+    .contains("supported: bert"));
+    assert!(
+        edit("nsp", "\"BertModel\"", "\"BertForNextSentencePrediction\"")
+            .contains("ForNextSentencePrediction")
+    );
+    let shape = edit(
+        "shape",
+        "\"intermediate_size\": 1536",
+        "\"intermediate_size\": 1000",
+    );
+    assert!(
+        shape.contains("encoder.layer.0.intermediate.dense.weight") && shape.contains("1536"),
+        "{shape}"
+    );
+    let missing = edit("head", "\"BertModel\"", "\"BertForTokenClassification\"");
+    assert!(missing.contains("classifier.weight"), "{missing}");
+    assert!(edit("json", "{", "[").contains("config.json"));
+    assert!(edit(
+        "heads",
+        "\"num_attention_heads\": 12",
+        "\"num_attention_heads\": 7"
+    )
+    .contains("divisible"));
+    assert!(edit(
+        "act",
+        "\"hidden_act\": \"gelu\"",
+        "\"hidden_act\": \"swish\""
+    )
+    .contains("hidden_act"));
+}
+
+#[test]
+fn truncated_onnx_is_an_error() {
+    let pii = model_dir("pii");
+    let dir = scratch("onnx");
+    copy(
+        &pii,
+        &dir,
+        &["config.json", "tokenizer.json", "tokenizer_config.json"],
+    );
+    std::fs::create_dir_all(dir.join("onnx")).unwrap();
+    let bytes = std::fs::read(pii.join("onnx/model_q4.onnx")).unwrap();
+    std::fs::write(dir.join("onnx/model_q4.onnx"), &bytes[..bytes.len() / 3]).unwrap();
+    let err = load_err(&dir);
+    assert!(
+        err.contains("ONNX") && err.contains("model_q4.onnx"),
+        "{err}"
+    );
+}
+
+#[test]
+fn wrong_task_and_bad_options_are_errors() {
+    let e = engine(&model_dir("minilm"));
+    let err = ner::ner(&e, "John", &ner::NerOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("token-classification") && err.contains("base model"),
+        "{err}"
+    );
+    assert!(classify::classify(&e, &[("x", None)], Default::default()).is_err());
+    assert!(qa::answer(&e, "q", "c", &Default::default()).is_err());
+    assert!(fill_mask::fill_mask(&e, "a [MASK]", 5, None).is_err());
+    assert!(zero_shot::zero_shot(&e, "text", &[], &Default::default()).is_err());
+    let bad_template = zero_shot::ZeroShotOptions {
+        hypothesis_template: "no slot".into(),
+        multi_label: false,
+    };
+    assert!(zero_shot::zero_shot(&e, "text", &["a"], &bad_template).is_err());
+    assert!("median".parse::<embed::Pooling>().is_err());
+    assert!("sum".parse::<ner::Aggregation>().is_err());
+
+    let long = "word ".repeat(2000);
+    let err = embed::embed(&e, &[&long], Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("2002 tokens") && err.contains("512"), "{err}");
+    let opts = embed::EmbedOptions {
+        truncation: Some(usize::MAX),
+        ..Default::default()
+    };
+    assert_eq!(embed::embed(&e, &[&long], opts).unwrap()[0].len(), 384);
+
+    let pii = engine(&model_dir("pii"));
+    let tight = ner::NerOptions {
+        stride: 200,
+        max_len: Some(128),
+        ..Default::default()
+    };
+    assert!(ner::ner(&pii, &long, &tight)
+        .unwrap_err()
+        .to_string()
+        .contains("stride"));
+
+    let qa_model = engine(&with_head("qa"));
+    let small = qa::QaOptions {
+        max_seq_len: Some(8),
+        doc_stride: Some(4),
+        ..Default::default()
+    };
+    let err = qa::answer(
+        &qa_model,
+        "what is the name of the long question here",
+        "ctx",
+        &small,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("question"), "{err}");
+    assert!(qa::answer(&qa_model, "   ", "ctx", &Default::default()).is_err());
+    let zero = qa::QaOptions {
+        top_k: 0,
+        ..Default::default()
+    };
+    assert!(qa::answer(&qa_model, "q", "c", &zero).is_err());
+}
+
+const HOSTILE: &[&str] = &[
+    "",
+    " ",
+    "\n\t\r",
+    "\u{0}\u{1}\u{7f}",
+    "🤗🤗🤗",
+    "e\u{301}\u{301}\u{301}",
+    "\u{200b}\u{200d}\u{feff}",
+    "مرحبا بالعالم",
+    "日本語のテキスト",
+    "[CLS] [SEP] [PAD] [MASK] [UNK]",
+    "a\u{0}b",
+];
+
+#[test]
+fn hostile_texts_never_panic() {
+    let pii = engine(&model_dir("pii"));
+    let minilm = engine(&model_dir("minilm"));
+    let qa_model = engine(&with_head("qa"));
+    let cls = engine(&with_head("seqcls"));
+    let splade = engine(&model_dir("splade-tiny"));
+    let long = "x".repeat(5000) + &" John Smith".repeat(300);
+    let mut texts: Vec<&str> = HOSTILE.to_vec();
+    texts.push(&long);
+    for t in texts {
+        for agg in ["none", "simple", "first", "average", "max"] {
+            let opts = ner::NerOptions {
+                aggregation: agg.parse().unwrap(),
+                ..Default::default()
+            };
+            let ents = ner::ner(&pii, t, &opts).unwrap();
+            let n = t.chars().count();
+            assert!(ents.iter().all(|e| e.start <= e.end && e.end <= n), "{t:?}");
+        }
+        let trunc = Some(usize::MAX);
+        embed::embed(
+            &minilm,
+            &[t],
+            embed::EmbedOptions {
+                truncation: trunc,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        classify::classify(
+            &cls,
+            &[(t, Some(t))],
+            classify::ClassifyOptions {
+                truncation: trunc,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let _ = qa::answer(&qa_model, "who?", t, &Default::default());
+        let _ = qa::answer(&qa_model, t, "context", &Default::default());
+        let _ = fill_mask::fill_mask(&splade, t, 3, trunc);
+        zero_shot::zero_shot(&minilm, t, &["a", t], &Default::default()).unwrap();
+    }
+}
+
+#[test]
+fn every_kernel_gives_the_same_hidden_states() {
+    let dir = model_dir("minilm");
+    let build = || {
+        let (cfg, tok, w) = ModelFiles::from_dir(&dir).unwrap().load().unwrap();
+        (Plan::build(cfg, w).unwrap(), tok)
+    };
+    let (plan, tok) = build();
+    let enc = tok
+        .encode(
+            "Kernels must agree: AVX-512, AVX2, NEON, simd128 and scalar.",
+            None,
+        )
+        .unwrap();
+    let other = tok.encode("short", None).unwrap();
+    let l = enc.len();
+    let mut ids = enc.get_ids().to_vec();
+    ids.extend(other.get_ids());
+    ids.resize(2 * l, tok.pad_id);
+    let batch = Batch {
+        ids,
+        type_ids: vec![0; 2 * l],
+        lens: vec![l, other.len()],
+        seq_len: l,
+        picked: vec![],
+    };
+    let reference = CpuExecutor::with_kernel(plan, kernels::available()[0])
+        .forward(&batch, false)
+        .unwrap()
+        .hidden;
+    for k in kernels::available().into_iter().skip(1) {
+        let hidden = CpuExecutor::with_kernel(build().0, k)
+            .forward(&batch, false)
+            .unwrap()
+            .hidden;
+        let h = 384;
+        let real: Vec<usize> = (0..l * h).chain(l * h..(l + other.len()) * h).collect();
+        let diff = real
+            .iter()
+            .map(|&i| (hidden[i] - reference[i]).abs())
+            .fold(0.0, f32::max);
+        assert!(
+            diff < 1e-4,
+            "{} vs {}: {diff}",
+            k.name,
+            kernels::available()[0].name
+        );
+    }
+}

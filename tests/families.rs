@@ -1,0 +1,332 @@
+//! Tiny seeded random-weight checkpoints of every model family and head variant
+//! (`tests/tiny/<name>/`, made by `scripts/make_tiny_models.py`) against HF transformers
+//! PyTorch f32: token ids and type ids, last hidden states, head logits (single inputs and
+//! right-padded batches), and the `classify` task's label order and scores.
+//!
+//! Covered: DistilBERT (seqcls, MLM with a tied decoder), RoBERTa (token classification with
+//! pad_token_id 1, sequence classification of pairs), XLM-R (MLM, Unigram tokenizer), ELECTRA
+//! (QA with embedding_size != hidden_size, seqcls), BERT with `gelu_new` in f16, a bf16 base
+//! model sharded into two files, and `bert.`-prefixed legacy `gamma`/`beta` names with a
+//! multi-label head.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use webert::engine::Engine;
+use webert::model::Architecture;
+use webert::tasks::classify::{classify, ClassifyOptions};
+use webert::tasks::fill_mask::fill_mask;
+
+const TOL: f32 = 1e-4;
+
+fn tiny_dir(name: &str) -> PathBuf {
+    root().join("tests/tiny").join(name)
+}
+
+fn tiny_golden(name: &str) -> Value {
+    let path = tiny_dir(name).join("golden.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn positions(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .map(|a| a.iter().map(|x| x.as_u64().unwrap() as usize).collect())
+        .unwrap_or_default()
+}
+
+/// Like `assert_close`, but says where the largest difference is and what the values were.
+#[track_caller]
+fn close(what: &str, got: &[f32], want: &[f32], cols: usize) {
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "{what}: {} values, golden has {}",
+        got.len(),
+        want.len()
+    );
+    let (i, d) = got
+        .iter()
+        .zip(want)
+        .map(|(x, y)| (x - y).abs())
+        .enumerate()
+        .fold((0, 0.0f32), |(bi, bd), (i, d)| {
+            if d > bd || d.is_nan() {
+                (i, d)
+            } else {
+                (bi, bd)
+            }
+        });
+    assert!(
+        d <= TOL,
+        "{what}: max abs diff {d:e} > {TOL:e} at row {} col {}: got {} want {}",
+        i / cols.max(1),
+        i % cols.max(1),
+        got[i],
+        want[i]
+    );
+}
+
+fn softmax(x: &[f32]) -> Vec<f32> {
+    let m = x.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let e: Vec<f32> = x.iter().map(|v| (v - m).exp()).collect();
+    let s: f32 = e.iter().sum();
+    e.iter().map(|v| v / s).collect()
+}
+
+fn expected_arch(head: &str) -> Architecture {
+    match head {
+        "seqcls" => Architecture::SequenceClassification,
+        "tokcls" => Architecture::TokenClassification,
+        "qa" => Architecture::QuestionAnswering,
+        "mlm" => Architecture::MaskedLm,
+        "base" => Architecture::Base,
+        other => panic!("unknown head `{other}` in golden.json"),
+    }
+}
+
+/// Every case of one folder: tokenization, logits (head on), hidden states (head off), and the
+/// task-level checks of the head.
+fn check(name: &str) {
+    let g = tiny_golden(name);
+    let dir = tiny_dir(name);
+    let e = Engine::from_dir(&dir).unwrap_or_else(|err| panic!("{name}: loading: {err}"));
+    let head = str_of(&g, "head");
+    assert_eq!(
+        e.architecture(),
+        expected_arch(head),
+        "{name}: architecture"
+    );
+    let h = e.config.hidden_size;
+    let labels: Vec<String> = g["id2label"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect();
+    if !labels.is_empty() {
+        assert_eq!(e.config.labels(labels.len()), labels, "{name}: id2label");
+    }
+    for case in g["cases"].as_array().unwrap() {
+        let cname = format!("{name}/{}", str_of(case, "name"));
+        let inputs = case["inputs"].as_array().unwrap();
+        let mut encs = Vec::new();
+        let mut picked = Vec::new();
+        for (i, inp) in inputs.iter().enumerate() {
+            let (text, pair) = (str_of(inp, "text"), opt_str(inp, "text_pair"));
+            let enc = e
+                .encode(text, pair, None)
+                .unwrap_or_else(|err| panic!("{cname}[{i}]: encode: {err}"));
+            assert_eq!(
+                enc.get_ids(),
+                ids(&inp["input_ids"]).as_slice(),
+                "{cname}[{i}]: input ids of {text:?} (tokens {:?})",
+                enc.get_tokens()
+            );
+            assert_eq!(
+                enc.get_type_ids(),
+                ids(&inp["token_type_ids"]).as_slice(),
+                "{cname}[{i}]: type ids"
+            );
+            encs.push(enc);
+            picked.push(positions(&inp["mask_positions"]));
+        }
+        if head != "mlm" {
+            picked.clear();
+        }
+
+        let with_head = e
+            .run(&encs, true, &picked)
+            .unwrap_or_else(|err| panic!("{cname}: run with head: {err}"));
+        let without = e
+            .run(&encs, false, &[])
+            .unwrap_or_else(|err| panic!("{cname}: run without head: {err}"));
+        assert_eq!(with_head.len(), inputs.len());
+        for (i, inp) in inputs.iter().enumerate() {
+            let want_h = floats(&inp["last_hidden_state"]);
+            close(
+                &format!("{cname}[{i}]: last_hidden_state"),
+                &without[i].hidden,
+                &want_h,
+                h,
+            );
+            close(
+                &format!("{cname}[{i}]: last_hidden_state (head run)"),
+                &with_head[i].hidden,
+                &want_h,
+                h,
+            );
+            match inp.get("logits") {
+                Some(l) => {
+                    let want = floats(l);
+                    let cols = match head {
+                        "qa" => 2,
+                        "mlm" => e.config.vocab_size,
+                        _ => labels.len().max(1),
+                    };
+                    close(
+                        &format!("{cname}[{i}]: logits"),
+                        &with_head[i].logits,
+                        &want,
+                        cols,
+                    );
+                }
+                None => assert!(
+                    with_head[i].logits.is_empty(),
+                    "{cname}[{i}]: a base model gave logits"
+                ),
+            }
+        }
+
+        if head == "seqcls" {
+            check_classify(&e, &g, &cname, inputs, &labels);
+        }
+        if head == "mlm" && inputs.len() == 1 {
+            check_fill_mask_top1(&e, &cname, &inputs[0]);
+        }
+    }
+}
+
+/// `classify` (default options) against softmax / sigmoid of the golden logits: label order
+/// (best first) and scores. Runs the whole case as one call, so batches are padded too.
+fn check_classify(e: &Engine, g: &Value, cname: &str, inputs: &[Value], labels: &[String]) {
+    let multi = opt_str(g, "problem_type") == Some("multi_label_classification");
+    assert_eq!(e.config.multi_label, multi, "{cname}: multi_label");
+    let pairs: Vec<(&str, Option<&str>)> = inputs
+        .iter()
+        .map(|i| (str_of(i, "text"), opt_str(i, "text_pair")))
+        .collect();
+    let got = classify(e, &pairs, ClassifyOptions::default())
+        .unwrap_or_else(|err| panic!("{cname}: classify: {err}"));
+    for (i, (inp, ranked)) in inputs.iter().zip(&got).enumerate() {
+        let logits = floats(&inp["logits"]);
+        let scores: Vec<f32> = if multi {
+            logits.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect()
+        } else {
+            softmax(&logits)
+        };
+        let mut want: Vec<(String, f32)> = labels.iter().cloned().zip(scores).collect();
+        want.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let got_labels: Vec<&str> = ranked.iter().map(|l| l.label.as_str()).collect();
+        let want_labels: Vec<&str> = want.iter().map(|l| l.0.as_str()).collect();
+        assert_eq!(
+            got_labels,
+            want_labels,
+            "{cname}[{i}]: classify label order ({})",
+            if multi { "sigmoid" } else { "softmax" }
+        );
+        let gs: Vec<f32> = ranked.iter().map(|l| l.score).collect();
+        let ws: Vec<f32> = want.iter().map(|l| l.1).collect();
+        close(
+            &format!("{cname}[{i}]: classify scores"),
+            &gs,
+            &ws,
+            gs.len(),
+        );
+    }
+}
+
+/// `fill_mask` top-1 token per mask equals the argmax of the golden mask-row logits (where the
+/// best and second-best logits are not a near tie).
+fn check_fill_mask_top1(e: &Engine, cname: &str, inp: &Value) {
+    let v = e.config.vocab_size;
+    let logits = floats(&inp["logits"]);
+    let preds = fill_mask(e, str_of(inp, "text"), 2, None)
+        .unwrap_or_else(|err| panic!("{cname}: fill_mask: {err}"));
+    assert_eq!(preds.len(), logits.len() / v, "{cname}: one list per mask");
+    for (m, (row, p)) in logits.chunks(v).zip(&preds).enumerate() {
+        let mut order: Vec<usize> = (0..v).collect();
+        order.sort_by(|a, b| row[*b].total_cmp(&row[*a]));
+        if row[order[0]] - row[order[1]] < 1e-3 {
+            continue;
+        }
+        assert_eq!(
+            p[0].token as usize, order[0],
+            "{cname}: mask {m} top-1 token"
+        );
+        let want = softmax(row)[order[0]];
+        assert!(
+            (p[0].score - want).abs() <= TOL,
+            "{cname}: mask {m} top-1 score {} vs {want}",
+            p[0].score
+        );
+    }
+}
+
+#[test]
+fn distilbert_seqcls() {
+    check("distilbert-seqcls");
+}
+
+#[test]
+fn distilbert_mlm_tied() {
+    check("distilbert-mlm");
+}
+
+#[test]
+fn roberta_tokcls() {
+    check("roberta-tokcls");
+}
+
+#[test]
+fn roberta_seqcls_pairs() {
+    check("roberta-seqcls");
+}
+
+#[test]
+fn xlmr_mlm() {
+    check("xlmr-mlm");
+}
+
+#[test]
+fn electra_qa_projected_embeddings() {
+    check("electra-qa");
+}
+
+#[test]
+fn electra_seqcls() {
+    check("electra-seqcls");
+}
+
+#[test]
+fn bert_gelu_tanh_f16() {
+    check("bert-gelu-tanh-f16");
+}
+
+#[test]
+fn bert_bf16_sharded() {
+    check("bert-bf16-sharded");
+}
+
+#[test]
+fn bert_prefixed_legacy_multilabel() {
+    check("bert-prefixed-legacy");
+}
+
+/// Every folder under tests/tiny has a test above (a new folder cannot go unchecked).
+#[test]
+fn every_tiny_folder_is_tested() {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("tests/tiny"))
+        .unwrap()
+        .filter_map(|d| d.ok())
+        .filter(|d| d.path().join("golden.json").is_file())
+        .map(|d| d.file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "bert-bf16-sharded",
+            "bert-gelu-tanh-f16",
+            "bert-prefixed-legacy",
+            "distilbert-mlm",
+            "distilbert-seqcls",
+            "electra-qa",
+            "electra-seqcls",
+            "roberta-seqcls",
+            "roberta-tokcls",
+            "xlmr-mlm",
+        ]
+    );
+}

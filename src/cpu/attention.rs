@@ -5,7 +5,6 @@
 
 use super::gemm::{gemm, PackedB};
 use super::kernels::Kernel;
-use super::math::softmax_scaled;
 
 #[derive(Default)]
 pub struct AttentionScratch {
@@ -54,9 +53,8 @@ pub fn attention(
                 false,
                 &mut s.a_pack,
             );
-            for row in s.scores.chunks_exact_mut(len) {
-                softmax_scaled(row, scale);
-            }
+            // SAFETY: `ops` belongs to `kern`, which was checked to run on this CPU.
+            unsafe { (kern.ops.softmax)(&mut s.scores, len, scale) };
             gemm(
                 kern,
                 seq_len,

@@ -11,7 +11,10 @@ pub static KERNEL: Kernel = Kernel {
     mr: MR,
     nr: NR,
     tile,
+    ops: &ROW_OPS,
 };
+
+super::math::row_ops!("avx2,fma");
 
 /// # Safety
 /// The CPU supports AVX2 and FMA (checked by `kernels::available`); `a` holds `k*MR` floats,

@@ -11,7 +11,10 @@ pub static KERNEL: Kernel = Kernel {
     mr: MR,
     nr: NR,
     tile,
+    ops: &ROW_OPS,
 };
+
+super::math::row_ops!("avx512f,avx2,fma");
 
 /// # Safety
 /// The CPU supports AVX-512F (checked by `kernels::available`); `a` holds `k*MR` floats,

@@ -5,7 +5,7 @@
 use super::kernels::Kernel;
 
 /// Depth of one K block: a `KC × nr` B panel stays in L1 while every A strip passes over it.
-const KC: usize = 256;
+const KC: usize = 128;
 
 /// B packed as panels of `nr` columns: `data[p][kk][j] = B(kk, p*nr + j)`, zero padded.
 #[derive(Debug, Default, Clone)]

@@ -18,6 +18,8 @@ pub struct Kernel {
     pub mr: usize,
     pub nr: usize,
     pub tile: TileFn,
+    /// Elementwise row ops compiled for the same ISA.
+    pub ops: &'static super::math::RowOps,
 }
 
 impl std::fmt::Debug for Kernel {

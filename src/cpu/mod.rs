@@ -209,7 +209,15 @@ impl CpuExecutor {
                             .zip(&w[tt.0].data[t * e..(t + 1) * e])
                             .for_each(|(x, y)| *x += y);
                     }
-                    math::layer_norm(row, &w[norm.gamma.0].data, &w[norm.beta.0].data, norm.eps);
+                    // SAFETY: the row ops belong to the kernel selected for this CPU.
+                    unsafe {
+                        (self.kernel.ops.layer_norm)(
+                            row,
+                            &w[norm.gamma.0].data,
+                            &w[norm.beta.0].data,
+                            norm.eps,
+                        )
+                    };
                 }
                 self.bufs[out.0] = dst;
             }
@@ -236,15 +244,21 @@ impl CpuExecutor {
                     &mut self.a_pack,
                 );
                 let w = &plan.weights;
-                let bias = linear.bias.map(|b| w[b.0].data.as_slice());
-                let res = residual.map(|r| self.bufs[r.0].as_slice());
-                for (r, row) in dst.chunks_exact_mut(linear.n_out).enumerate() {
-                    let res_row = res.map(|v| &v[r * linear.n_out..(r + 1) * linear.n_out]);
-                    math::bias_act_residual(row, bias, act, res_row);
-                    if let Some(n) = norm {
-                        math::layer_norm(row, &w[n.gamma.0].data, &w[n.beta.0].data, n.eps);
-                    }
-                }
+                let epilogue = math::Epilogue {
+                    cols: linear.n_out,
+                    bias: linear.bias.map(|b| w[b.0].data.as_slice()),
+                    act,
+                    residual: residual.map(|r| self.bufs[r.0].as_slice()),
+                    norm: norm.map(|n| {
+                        (
+                            w[n.gamma.0].data.as_slice(),
+                            w[n.beta.0].data.as_slice(),
+                            n.eps,
+                        )
+                    }),
+                };
+                // SAFETY: the row ops belong to the kernel selected for this CPU.
+                unsafe { (self.kernel.ops.epilogue)(&mut dst, &epilogue) };
                 self.bufs[out.0] = dst;
             }
             Op::Attention {

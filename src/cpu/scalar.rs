@@ -10,7 +10,10 @@ pub static KERNEL: Kernel = Kernel {
     mr: MR,
     nr: NR,
     tile,
+    ops: &ROW_OPS,
 };
+
+super::math::row_ops!();
 
 /// # Safety
 /// `a` holds `k*MR` floats, `b` holds `k*NR`, and `c` covers `rows × cols` with stride `ldc`.

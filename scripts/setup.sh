@@ -8,5 +8,7 @@ command -v unzip >/dev/null || need_apt+=(unzip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${need_apt[@]}"
 fi
-rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+for t in wasm32-unknown-unknown wasm32-wasip1; do
+  rustup target list --installed | grep -q "^$t\$" || rustup target add "$t"
+done
 bash scripts/fetch_models.sh

@@ -7,3 +7,8 @@ bash scripts/setup.sh
 cargo test --all-targets
 RUSTFLAGS="-C target-feature=+simd128" cargo build --lib --release --target wasm32-unknown-unknown
 echo "wasm32 (simd128) library build: ok"
+# The same code as WebAssembly with simd128, run in Node's WASI: kernels (simd128 GEMM against a
+# naive reference), ONNX import, and the tiny model families against PyTorch. (The real-model
+# goldens pass there too, but Node 20 WASI crashes intermittently around them; see wasi-run.mjs.)
+CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings scripts/wasi-run.mjs" RUSTFLAGS="-C target-feature=+simd128" \
+  cargo test --release --target wasm32-wasip1 --lib --test families

@@ -37,7 +37,7 @@ impl Engine {
         })
     }
 
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn from_dir(dir: impl AsRef<std::path::Path>) -> Result<Engine> {
         Engine::load(ModelFiles::from_dir(dir.as_ref())?)
     }

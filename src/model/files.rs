@@ -39,7 +39,7 @@ impl ModelFiles {
     }
 
     /// Reads the files webert uses from a model folder.
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn from_dir(dir: &std::path::Path) -> Result<Self> {
         let io = |p: &std::path::Path, e| Error::Io {
             path: p.display().to_string(),

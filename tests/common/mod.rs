@@ -32,7 +32,14 @@ pub fn golden(name: &str) -> Value {
 /// MiniLM's encoder and tokenizer plus a committed seeded head (`tests/heads/NAME`), put
 /// together in a temporary folder the way a user's fine-tuned checkpoint would look.
 pub fn with_head(head: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("webert-test-{head}-{}", std::process::id()));
+    // One folder per test process (WASI has no process ids; its tests run one process at a time).
+    #[cfg(not(target_os = "wasi"))]
+    let tag = std::process::id();
+    #[cfg(target_os = "wasi")]
+    let tag = "wasi";
+    let dir = root()
+        .join("target/test-models")
+        .join(format!("{head}-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let minilm = model_dir("minilm");
@@ -54,7 +61,11 @@ pub fn with_head(head: &str) -> PathBuf {
 }
 
 fn link(src: &Path, dst: &Path) {
-    std::os::unix::fs::symlink(src, dst).unwrap_or_else(|e| panic!("link {}: {e}", src.display()));
+    #[cfg(unix)]
+    let r = std::os::unix::fs::symlink(src, dst);
+    #[cfg(not(unix))]
+    let r = std::fs::copy(src, dst).map(|_| ());
+    r.unwrap_or_else(|e| panic!("link {}: {e}", src.display()));
 }
 
 pub fn engine(dir: &Path) -> Engine {

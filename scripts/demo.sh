@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo build --release
-text="${1:-Hi, I'm Maria García. Mail me at maria.garcia@example.org or call +1 415 555 0132; I live at 221 Baker Street, Springfield 62704.}"
+sample="Hi, I am Maria García. Mail me at maria.garcia@example.org or call +1 415 555 0132; I live at 221 Baker Street, Springfield 62704."
+text="${1:-$sample}"
 ./target/release/webert ner --model models/pii --aggregation first --text "$text"

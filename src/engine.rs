@@ -3,18 +3,54 @@
 
 use crate::cpu::{Batch, CpuExecutor, Output};
 use crate::error::{Error, Result};
+use crate::gpu::{GpuContext, GpuExecutor};
 use crate::model::{Architecture, ModelConfig, ModelFiles, Plan, TextTokenizer, Windowing};
 use std::sync::Mutex;
 use tokenizers::Encoding;
 
+/// Where the model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Device {
+    /// The GPU when a hardware adapter works, else the CPU; falls back to the CPU for good
+    /// if the GPU fails later (device lost, validation error).
+    #[default]
+    Auto,
+    /// The GPU, any adapter (software ones included); its failures are errors.
+    Gpu,
+    Cpu,
+}
+
+impl std::str::FromStr for Device {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(Device::Auto),
+            "gpu" | "webgpu" => Ok(Device::Gpu),
+            "cpu" => Ok(Device::Cpu),
+            o => Err(Error::Input(format!(
+                "unknown backend `{o}`; use auto, gpu or cpu"
+            ))),
+        }
+    }
+}
+
+struct Gpu {
+    exec: GpuExecutor,
+    /// Set after a failure under `Device::Auto`: the CPU answers from then on.
+    failed: Option<String>,
+}
+
 /// Most windows run in one forward pass; bounds activation memory on long documents.
-const MAX_BATCH: usize = 16;
+const MAX_BATCH: usize = 32;
 
 pub struct Engine {
     pub config: ModelConfig,
     pub tokenizer: TextTokenizer,
     cpu: Mutex<CpuExecutor>,
+    gpu: Mutex<Option<Gpu>>,
+    device: Device,
     kernel: &'static str,
+    last_backend: Mutex<String>,
 }
 
 /// Per window: the hidden states `[len, h]` and the head's logits rows for it.
@@ -24,17 +60,68 @@ pub struct WindowOutput {
 }
 
 impl Engine {
+    /// Loads a model for the CPU.
     pub fn load(files: ModelFiles) -> Result<Engine> {
         let (config, tokenizer, weights) = files.load()?;
         let plan = Plan::build(config.clone(), weights)?;
+        Ok(Engine::assemble(config, tokenizer, plan, None, Device::Cpu))
+    }
+
+    /// Loads a model for `device`; with `Auto`, a GPU that cannot be set up means the CPU.
+    pub async fn load_on(files: ModelFiles, device: Device) -> Result<Engine> {
+        Engine::load_with(files, device, false).await
+    }
+
+    /// As [`Engine::load_on`]; `allow_software` lets `Auto` use a CPU-emulated adapter too
+    /// (tests of the GPU path and its fallback on machines without a GPU).
+    pub async fn load_with(
+        files: ModelFiles,
+        device: Device,
+        allow_software: bool,
+    ) -> Result<Engine> {
+        let (config, tokenizer, weights) = files.load()?;
+        let plan = Plan::build(config.clone(), weights)?;
+        let gpu = match device {
+            Device::Cpu => None,
+            Device::Gpu => Some(Engine::gpu(&plan, true).await?),
+            Device::Auto => Engine::gpu(&plan, allow_software).await.ok(),
+        };
+        Ok(Engine::assemble(config, tokenizer, plan, gpu, device))
+    }
+
+    async fn gpu(plan: &Plan, allow_software: bool) -> Result<GpuExecutor> {
+        let ctx = GpuContext::new().await?;
+        if !allow_software && ctx.is_software() {
+            return Err(Error::Gpu(format!(
+                "{} is a software adapter, slower than the CPU path",
+                ctx.name()
+            )));
+        }
+        GpuExecutor::new(ctx, plan)
+    }
+
+    fn assemble(
+        config: ModelConfig,
+        tokenizer: TextTokenizer,
+        plan: Plan,
+        gpu: Option<GpuExecutor>,
+        device: Device,
+    ) -> Engine {
         let cpu = CpuExecutor::new(plan);
         let kernel = cpu.kernel_name();
-        Ok(Engine {
+        let last = match &gpu {
+            Some(g) => format!("gpu {}", g.adapter_name()),
+            None => format!("cpu-{kernel}"),
+        };
+        Engine {
             config,
             tokenizer,
             cpu: Mutex::new(cpu),
+            gpu: Mutex::new(gpu.map(|exec| Gpu { exec, failed: None })),
+            device,
             kernel,
-        })
+            last_backend: Mutex::new(last),
+        }
     }
 
     #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
@@ -42,9 +129,64 @@ impl Engine {
         Engine::load(ModelFiles::from_dir(dir.as_ref())?)
     }
 
-    /// The backend that ran, e.g. `cpu-avx512`.
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    pub async fn from_dir_on(dir: impl AsRef<std::path::Path>, device: Device) -> Result<Engine> {
+        Engine::load_on(ModelFiles::from_dir(dir.as_ref())?, device).await
+    }
+
+    /// The backend of the latest forward pass (before any, the one that will be tried first):
+    /// `gpu <adapter>` or `cpu-<isa>`.
     pub fn backend(&self) -> String {
-        format!("cpu-{}", self.kernel)
+        self.last_backend
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Why the GPU was given up for the CPU, if it was.
+    pub fn gpu_failure(&self) -> Option<String> {
+        self.gpu
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(|g| g.failed.clone())
+    }
+
+    /// Makes the next GPU call fail as if the device were lost (tests of the fallback).
+    pub fn lose_gpu_for_test(&self) {
+        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            g.exec.destroy_device();
+        }
+    }
+
+    // The guards below are held across `.await`: the engine serves one call at a time, which
+    // also keeps GPU submissions ordered. Its futures are therefore not `Send`.
+    #[allow(clippy::await_holding_lock)]
+    async fn forward(&self, batch: &Batch, head: bool) -> Result<Output> {
+        {
+            let mut gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(g) = gpu.as_mut().filter(|g| g.failed.is_none()) {
+                match g.exec.forward(batch, head).await {
+                    Ok(out) => {
+                        self.set_backend(format!("gpu {}", g.exec.adapter_name()));
+                        return Ok(out);
+                    }
+                    Err(e) if self.device == Device::Auto => g.failed = Some(e.to_string()),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let out = self
+            .cpu
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .forward(batch, head)?;
+        self.set_backend(format!("cpu-{}", self.kernel));
+        Ok(out)
+    }
+
+    fn set_backend(&self, b: String) {
+        *self.last_backend.lock().unwrap_or_else(|p| p.into_inner()) = b;
     }
 
     pub fn architecture(&self) -> Architecture {
@@ -98,7 +240,7 @@ impl Engine {
 
     /// Runs windows through the encoder (and the head when `head`), in padded batches.
     /// `picked[w]` are token positions of window `w` whose head rows are wanted (fill-mask).
-    pub fn run(
+    pub async fn run(
         &self,
         windows: &[Encoding],
         head: bool,
@@ -106,11 +248,13 @@ impl Engine {
     ) -> Result<Vec<WindowOutput>> {
         let mut out = Vec::with_capacity(windows.len());
         let h = self.config.hidden_size;
-        let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-        let (logit_cols, logit_rows) = (cpu.plan().logits_cols(), cpu.plan().logits_rows());
+        let (logit_cols, logit_rows) = {
+            let cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+            (cpu.plan().logits_cols(), cpu.plan().logits_rows())
+        };
         for (chunk_i, chunk) in windows.chunks(MAX_BATCH).enumerate() {
             let batch = self.pad(chunk, picked.get(chunk_i * MAX_BATCH..).unwrap_or(&[]));
-            let Output { hidden, logits } = cpu.forward(&batch, head)?;
+            let Output { hidden, logits } = self.forward(&batch, head).await?;
             let l = batch.seq_len;
             let mut picked_row = 0;
             for (i, enc) in chunk.iter().enumerate() {

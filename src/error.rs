@@ -35,6 +35,8 @@ pub enum Error {
     Tokenizer(String),
     #[error("invalid input: {0}")]
     Input(String),
+    #[error("GPU: {0}")]
+    Gpu(String),
     #[error("the model has no {0} head; its architecture is {1}")]
     WrongHead(&'static str, String),
 }

@@ -3,6 +3,7 @@
 pub mod cpu;
 pub mod engine;
 pub mod error;
+pub mod gpu;
 pub mod model;
 pub mod tasks;
 

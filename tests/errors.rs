@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use pollster::block_on;
 use std::path::{Path, PathBuf};
 use webert::cpu::{kernels, Batch, CpuExecutor};
 use webert::engine::Engine;
@@ -127,27 +128,27 @@ fn truncated_onnx_is_an_error() {
 #[test]
 fn wrong_task_and_bad_options_are_errors() {
     let e = engine(&model_dir("minilm"));
-    let err = ner::ner(&e, "John", &ner::NerOptions::default())
+    let err = block_on(ner::ner(&e, "John", &ner::NerOptions::default()))
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("token-classification") && err.contains("base model"),
         "{err}"
     );
-    assert!(classify::classify(&e, &[("x", None)], Default::default()).is_err());
-    assert!(qa::answer(&e, "q", "c", &Default::default()).is_err());
-    assert!(fill_mask::fill_mask(&e, "a [MASK]", 5, None).is_err());
-    assert!(zero_shot::zero_shot(&e, "text", &[], &Default::default()).is_err());
+    assert!(block_on(classify::classify(&e, &[("x", None)], Default::default())).is_err());
+    assert!(block_on(qa::answer(&e, "q", "c", &Default::default())).is_err());
+    assert!(block_on(fill_mask::fill_mask(&e, "a [MASK]", 5, None)).is_err());
+    assert!(block_on(zero_shot::zero_shot(&e, "text", &[], &Default::default())).is_err());
     let bad_template = zero_shot::ZeroShotOptions {
         hypothesis_template: "no slot".into(),
         multi_label: false,
     };
-    assert!(zero_shot::zero_shot(&e, "text", &["a"], &bad_template).is_err());
+    assert!(block_on(zero_shot::zero_shot(&e, "text", &["a"], &bad_template)).is_err());
     assert!("median".parse::<embed::Pooling>().is_err());
     assert!("sum".parse::<ner::Aggregation>().is_err());
 
     let long = "word ".repeat(2000);
-    let err = embed::embed(&e, &[&long], Default::default())
+    let err = block_on(embed::embed(&e, &[&long], Default::default()))
         .unwrap_err()
         .to_string();
     assert!(err.contains("2002 tokens") && err.contains("512"), "{err}");
@@ -155,7 +156,10 @@ fn wrong_task_and_bad_options_are_errors() {
         truncation: Some(usize::MAX),
         ..Default::default()
     };
-    assert_eq!(embed::embed(&e, &[&long], opts).unwrap()[0].len(), 384);
+    assert_eq!(
+        block_on(embed::embed(&e, &[&long], opts)).unwrap()[0].len(),
+        384
+    );
 
     let pii = engine(&model_dir("pii"));
     let tight = ner::NerOptions {
@@ -163,7 +167,7 @@ fn wrong_task_and_bad_options_are_errors() {
         max_len: Some(128),
         ..Default::default()
     };
-    assert!(ner::ner(&pii, &long, &tight)
+    assert!(block_on(ner::ner(&pii, &long, &tight))
         .unwrap_err()
         .to_string()
         .contains("stride"));
@@ -174,20 +178,20 @@ fn wrong_task_and_bad_options_are_errors() {
         doc_stride: Some(4),
         ..Default::default()
     };
-    let err = qa::answer(
+    let err = block_on(qa::answer(
         &qa_model,
         "what is the name of the long question here",
         "ctx",
         &small,
-    )
+    ))
     .unwrap_err();
     assert!(err.to_string().contains("question"), "{err}");
-    assert!(qa::answer(&qa_model, "   ", "ctx", &Default::default()).is_err());
+    assert!(block_on(qa::answer(&qa_model, "   ", "ctx", &Default::default())).is_err());
     let zero = qa::QaOptions {
         top_k: 0,
         ..Default::default()
     };
-    assert!(qa::answer(&qa_model, "q", "c", &zero).is_err());
+    assert!(block_on(qa::answer(&qa_model, "q", "c", &zero)).is_err());
 }
 
 const HOSTILE: &[&str] = &[
@@ -220,33 +224,39 @@ fn hostile_texts_never_panic() {
                 aggregation: agg.parse().unwrap(),
                 ..Default::default()
             };
-            let ents = ner::ner(&pii, t, &opts).unwrap();
+            let ents = block_on(ner::ner(&pii, t, &opts)).unwrap();
             let n = t.chars().count();
             assert!(ents.iter().all(|e| e.start <= e.end && e.end <= n), "{t:?}");
         }
         let trunc = Some(usize::MAX);
-        embed::embed(
+        block_on(embed::embed(
             &minilm,
             &[t],
             embed::EmbedOptions {
                 truncation: trunc,
                 ..Default::default()
             },
-        )
+        ))
         .unwrap();
-        classify::classify(
+        block_on(classify::classify(
             &cls,
             &[(t, Some(t))],
             classify::ClassifyOptions {
                 truncation: trunc,
                 ..Default::default()
             },
-        )
+        ))
         .unwrap();
-        let _ = qa::answer(&qa_model, "who?", t, &Default::default());
-        let _ = qa::answer(&qa_model, t, "context", &Default::default());
-        let _ = fill_mask::fill_mask(&splade, t, 3, trunc);
-        zero_shot::zero_shot(&minilm, t, &["a", t], &Default::default()).unwrap();
+        let _ = block_on(qa::answer(&qa_model, "who?", t, &Default::default()));
+        let _ = block_on(qa::answer(&qa_model, t, "context", &Default::default()));
+        let _ = block_on(fill_mask::fill_mask(&splade, t, 3, trunc));
+        block_on(zero_shot::zero_shot(
+            &minilm,
+            t,
+            &["a", t],
+            &Default::default(),
+        ))
+        .unwrap();
     }
 }
 

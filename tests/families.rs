@@ -11,6 +11,7 @@
 
 mod common;
 use common::*;
+use pollster::block_on;
 use serde_json::Value;
 use std::path::PathBuf;
 use webert::engine::Engine;
@@ -136,11 +137,9 @@ fn check(name: &str) {
             picked.clear();
         }
 
-        let with_head = e
-            .run(&encs, true, &picked)
+        let with_head = block_on(e.run(&encs, true, &picked))
             .unwrap_or_else(|err| panic!("{cname}: run with head: {err}"));
-        let without = e
-            .run(&encs, false, &[])
+        let without = block_on(e.run(&encs, false, &[]))
             .unwrap_or_else(|err| panic!("{cname}: run without head: {err}"));
         assert_eq!(with_head.len(), inputs.len());
         for (i, inp) in inputs.iter().enumerate() {
@@ -197,7 +196,7 @@ fn check_classify(e: &Engine, g: &Value, cname: &str, inputs: &[Value], labels: 
         .iter()
         .map(|i| (str_of(i, "text"), opt_str(i, "text_pair")))
         .collect();
-    let got = classify(e, &pairs, ClassifyOptions::default())
+    let got = block_on(classify(e, &pairs, ClassifyOptions::default()))
         .unwrap_or_else(|err| panic!("{cname}: classify: {err}"));
     for (i, (inp, ranked)) in inputs.iter().zip(&got).enumerate() {
         let logits = floats(&inp["logits"]);
@@ -232,7 +231,7 @@ fn check_classify(e: &Engine, g: &Value, cname: &str, inputs: &[Value], labels: 
 fn check_fill_mask_top1(e: &Engine, cname: &str, inp: &Value) {
     let v = e.config.vocab_size;
     let logits = floats(&inp["logits"]);
-    let preds = fill_mask(e, str_of(inp, "text"), 2, None)
+    let preds = block_on(fill_mask(e, str_of(inp, "text"), 2, None))
         .unwrap_or_else(|err| panic!("{cname}: fill_mask: {err}"));
     assert_eq!(preds.len(), logits.len() / v, "{cname}: one list per mask");
     for (m, (row, p)) in logits.chunks(v).zip(&preds).enumerate() {

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use pollster::block_on;
 use webert::tasks::classify::{classify, ClassifyOptions, ScoreFn};
 use webert::tasks::qa::{answer, QaOptions};
 
@@ -14,14 +15,14 @@ fn sequence_classification_matches_pipeline() {
         let input = (str_of(case, "text"), opt_str(case, "text_pair"));
         let enc = e.encode(input.0, input.1, None).unwrap();
         assert_eq!(enc.get_ids(), ids(&case["input_ids"]).as_slice());
-        let raw = classify(
+        let raw = block_on(classify(
             &e,
             &[input],
             ClassifyOptions {
                 function: ScoreFn::None,
                 ..Default::default()
             },
-        )
+        ))
         .unwrap();
         let mut logits = vec![0.0; raw[0].len()];
         for ls in &raw[0] {
@@ -33,14 +34,14 @@ fn sequence_classification_matches_pipeline() {
         }
         assert_close("logits", &logits, &floats(&case["logits"]), 1e-4);
         for (key, f) in [("softmax", ScoreFn::Auto), ("sigmoid", ScoreFn::Sigmoid)] {
-            let got = classify(
+            let got = block_on(classify(
                 &e,
                 &[input],
                 ClassifyOptions {
                     function: f,
                     ..Default::default()
                 },
-            )
+            ))
             .unwrap()
             .remove(0);
             let want = case["pipeline"][key].as_array().unwrap();
@@ -72,7 +73,13 @@ fn question_answering_matches_pipeline() {
             handle_impossible_answer: p["handle_impossible_answer"].as_bool().unwrap(),
             align_to_words: p["align_to_words"].as_bool().unwrap(),
         };
-        let got = answer(&e, str_of(case, "question"), str_of(case, "context"), &opts).unwrap();
+        let got = block_on(answer(
+            &e,
+            str_of(case, "question"),
+            str_of(case, "context"),
+            &opts,
+        ))
+        .unwrap();
         let want = case["answers"].as_array().unwrap();
         assert_eq!(got.len(), want.len(), "{name}: {got:?}");
         for (a, w) in got.iter().zip(want) {
@@ -101,7 +108,7 @@ fn question_answering_matches_pipeline() {
                 )
                 .unwrap();
             assert_eq!(enc.get_ids(), ids(&raw["input_ids"]).as_slice());
-            let out = e.run(&[enc], true, &[]).unwrap().remove(0);
+            let out = block_on(e.run(&[enc], true, &[])).unwrap().remove(0);
             let start: Vec<f32> = out.logits.iter().step_by(2).copied().collect();
             let end: Vec<f32> = out.logits.iter().skip(1).step_by(2).copied().collect();
             assert_close("start logits", &start, &floats(&raw["start_logits"]), 1e-4);

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use pollster::block_on;
 use webert::tasks::embed::{self, EmbedOptions, Pooling};
 use webert::tasks::zero_shot::{zero_shot, ZeroShotOptions};
 
@@ -25,7 +26,7 @@ fn hidden_states_and_pooling_match_pytorch() {
             ids(&case["token_type_ids"]).as_slice(),
             "{name}: type ids"
         );
-        let states = embed::hidden_states(&e, &[(text, pair)], truncate)
+        let states = block_on(embed::hidden_states(&e, &[(text, pair)], truncate))
             .unwrap()
             .remove(0);
         let flat: Vec<f32> = states.concat();
@@ -73,7 +74,7 @@ fn padded_batch_equals_single_runs() {
         normalize: true,
         truncation: None,
     };
-    let got = embed::embed(&e, &texts, opts).unwrap();
+    let got = block_on(embed::embed(&e, &texts, opts)).unwrap();
     for (i, v) in got.iter().enumerate() {
         assert_close(
             &format!("batch item {i}"),
@@ -99,7 +100,7 @@ fn similarity_ranking_matches() {
         normalize: true,
         truncation: None,
     };
-    let ranked = embed::rank(&e, str_of(g, "query"), &docs, opts).unwrap();
+    let ranked = block_on(embed::rank(&e, str_of(g, "query"), &docs, opts)).unwrap();
     let order: Vec<usize> = ranked.iter().map(|r| r.0).collect();
     let want: Vec<usize> = g["ranking"]
         .as_array()
@@ -134,7 +135,7 @@ fn zero_shot_matches_reference_formula() {
                 hypothesis_template: str_of(g, "hypothesis_template").into(),
                 multi_label: multi,
             };
-            let got = zero_shot(&e, str_of(case, "sequence"), &labels, &opts).unwrap();
+            let got = block_on(zero_shot(&e, str_of(case, "sequence"), &labels, &opts)).unwrap();
             let want_labels: Vec<&str> = case[key]["labels"]
                 .as_array()
                 .unwrap()

@@ -4,6 +4,7 @@
 
 mod common;
 use common::*;
+use pollster::block_on;
 use serde_json::Value;
 use webert::engine::Engine;
 use webert::tasks::ner::{ner, Aggregation, Entity, NerOptions};
@@ -41,7 +42,7 @@ fn check_entities(what: &str, got: &[Entity], want: &Value) {
 fn logits(e: &Engine, ids_: &[u32], text: &str) -> Vec<f32> {
     let enc = e.encode(text, None, None).unwrap();
     assert_eq!(enc.get_ids(), ids_);
-    e.run(&[enc], true, &[]).unwrap().remove(0).logits
+    block_on(e.run(&[enc], true, &[])).unwrap().remove(0).logits
 }
 
 const STRATEGIES: [(&str, Aggregation); 5] = [
@@ -84,7 +85,7 @@ fn every_aggregation_matches_pipeline() {
                 aggregation: agg,
                 ..Default::default()
             };
-            let got = ner(&e, str_of(case, "text"), &opts).unwrap();
+            let got = block_on(ner(&e, str_of(case, "text"), &opts)).unwrap();
             check_entities(
                 &format!("{} / {key}", str_of(case, "name")),
                 &got,
@@ -115,7 +116,7 @@ fn long_text_is_windowed_and_merged() {
         .unwrap();
     let want_windows = g["windows"].as_array().unwrap();
     assert_eq!(windows.len(), want_windows.len());
-    let outs = e.run(&windows, true, &[]).unwrap();
+    let outs = block_on(e.run(&windows, true, &[])).unwrap();
     for ((enc, out), w) in windows.iter().zip(&outs).zip(want_windows) {
         assert_eq!(enc.get_ids(), ids(&w["input_ids"]).as_slice());
         assert_close(
@@ -138,7 +139,7 @@ fn long_text_is_windowed_and_merged() {
             max_len: Some(max_len),
             ..Default::default()
         };
-        let got = ner(&e, text, &opts).unwrap();
+        let got = block_on(ner(&e, text, &opts)).unwrap();
         check_entities(&format!("long / {key}"), &got, &g["pipeline"][key]);
     }
 }

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use pollster::block_on;
 use webert::tasks::fill_mask::fill_mask;
 
 #[test]
@@ -12,7 +13,7 @@ fn fill_mask_matches_pipeline() {
     for case in g["fill_mask"]["cases"].as_array().unwrap() {
         let text = str_of(case, "text");
         let k = case["top_k"].as_u64().unwrap() as usize;
-        let got = fill_mask(&e, text, k, None).unwrap();
+        let got = block_on(fill_mask(&e, text, k, None)).unwrap();
         let want = case["predictions"].as_array().unwrap();
         assert_eq!(got.len(), want.len(), "{text}: one list per mask");
         for (gm, wm) in got.iter().zip(want) {
@@ -39,13 +40,13 @@ fn mlm_logits_match_pytorch() {
             .iter()
             .map(|x| x.as_u64().unwrap() as usize)
             .collect();
-        let out = e.run(&[enc], true, &[masks]).unwrap().remove(0);
+        let out = block_on(e.run(&[enc], true, &[masks])).unwrap().remove(0);
         assert_close("mask rows", &out.logits, &floats(&case["logits"]), 1e-4);
     }
     let all = &g["all_positions_logits"];
     let enc = e.encode(str_of(all, "text"), None, None).unwrap();
     let rows: Vec<usize> = (0..enc.len()).collect();
-    let out = e.run(&[enc], true, &[rows]).unwrap().remove(0);
+    let out = block_on(e.run(&[enc], true, &[rows])).unwrap().remove(0);
     let v = e.config.vocab_size;
     let first64: Vec<f32> = out
         .logits

@@ -5,7 +5,7 @@ fn main() {}
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
-    std::process::exit(match cli::run() {
+    std::process::exit(match pollster::block_on(cli::run()) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("webert: {e}");
@@ -49,6 +49,9 @@ mod cli {
         /// Cut inputs to this many tokens (implies --truncate)
         #[arg(long)]
         max_tokens: Option<usize>,
+        /// auto (a hardware GPU if any, else CPU; CPU if the GPU fails) | gpu | cpu
+        #[arg(long, default_value = "auto")]
+        backend: String,
     }
 
     impl Common {
@@ -152,6 +155,8 @@ mod cli {
             runs: usize,
             #[arg(long, default_value_t = 3)]
             warmup: usize,
+            #[arg(long, default_value = "cpu")]
+            backend: String,
         },
     }
 
@@ -182,7 +187,19 @@ mod cli {
         Ok(())
     }
 
-    pub fn run() -> Result<()> {
+    async fn load(c: &Common) -> Result<Engine> {
+        let engine = Engine::from_dir_on(&c.model, c.backend.parse()?).await?;
+        Ok(engine)
+    }
+
+    fn report(engine: &Engine) {
+        match engine.gpu_failure() {
+            Some(why) => eprintln!("webert: backend {} (GPU given up: {why})", engine.backend()),
+            None => eprintln!("webert: backend {}", engine.backend()),
+        }
+    }
+
+    pub async fn run() -> Result<()> {
         match Cli::parse().cmd {
             Cmd::Embed {
                 c,
@@ -190,7 +207,7 @@ mod cli {
                 normalize,
                 query,
             } => {
-                let engine = Engine::from_dir(&c.model)?;
+                let engine = load(&c).await?;
                 let texts = texts(&c)?;
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 let opts = embed::EmbedOptions {
@@ -206,7 +223,7 @@ mod cli {
                             score: f32,
                             text: &'a str,
                         }
-                        let ranked = embed::rank(&engine, &q, &refs, opts)?;
+                        let ranked = embed::rank(&engine, &q, &refs, opts).await?;
                         let out: Vec<Ranked> = ranked
                             .into_iter()
                             .map(|(i, score)| Ranked {
@@ -215,6 +232,7 @@ mod cli {
                                 text: refs[i],
                             })
                             .collect();
+                        report(&engine);
                         println!(
                             "{}",
                             serde_json::to_string_pretty(&out)
@@ -222,7 +240,11 @@ mod cli {
                         );
                         Ok(())
                     }
-                    None => print(embed::embed(&engine, &refs, opts)?),
+                    None => {
+                        let out = embed::embed(&engine, &refs, opts).await?;
+                        report(&engine);
+                        print(out)
+                    }
                 }
             }
             Cmd::Classify {
@@ -234,7 +256,7 @@ mod cli {
                 template,
                 multi_label,
             } => {
-                let engine = Engine::from_dir(&c.model)?;
+                let engine = load(&c).await?;
                 let texts = texts(&c)?;
                 if let Some(labels) = labels {
                     let labels: Vec<&str> = labels
@@ -246,10 +268,11 @@ mod cli {
                         hypothesis_template: template,
                         multi_label,
                     };
-                    let out = texts
-                        .iter()
-                        .map(|t| zero_shot::zero_shot(&engine, t, &labels, &opts))
-                        .collect::<Result<Vec<_>>>()?;
+                    let mut out = Vec::new();
+                    for t in &texts {
+                        out.push(zero_shot::zero_shot(&engine, t, &labels, &opts).await?);
+                    }
+                    report(&engine);
                     return print(out);
                 }
                 let function = match function.as_deref() {
@@ -272,7 +295,9 @@ mod cli {
                     function,
                     truncation: c.truncation(),
                 };
-                print(classify::classify(&engine, &inputs, opts)?)
+                let out = classify::classify(&engine, &inputs, opts).await?;
+                report(&engine);
+                print(out)
             }
             Cmd::Ner {
                 c,
@@ -280,17 +305,18 @@ mod cli {
                 stride,
                 max_length,
             } => {
-                let engine = Engine::from_dir(&c.model)?;
+                let engine = load(&c).await?;
                 let opts = ner::NerOptions {
                     aggregation: aggregation.parse()?,
                     stride,
                     max_len: max_length,
                     ..Default::default()
                 };
-                let out = texts(&c)?
-                    .iter()
-                    .map(|t| ner::ner(&engine, t, &opts))
-                    .collect::<Result<Vec<_>>>()?;
+                let mut out = Vec::new();
+                for t in texts(&c)? {
+                    out.push(ner::ner(&engine, &t, &opts).await?);
+                }
+                report(&engine);
                 print(out)
             }
             Cmd::Qa {
@@ -304,7 +330,7 @@ mod cli {
                 max_answer_len,
                 handle_impossible_answer,
             } => {
-                let engine = Engine::from_dir(&c.model)?;
+                let engine = load(&c).await?;
                 let contexts = match context {
                     Some(ctx) => vec![ctx],
                     None => texts(&c)?,
@@ -318,34 +344,30 @@ mod cli {
                     handle_impossible_answer,
                     align_to_words: true,
                 };
-                let out = contexts
-                    .iter()
-                    .map(|ctx| {
-                        qa::answer(&engine, &question, ctx, &opts).map(|a| {
-                            if top_k == 1 {
-                                serde_json::json!(a.first())
-                            } else {
-                                serde_json::json!(a)
-                            }
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let mut out = Vec::new();
+                for ctx in &contexts {
+                    let a = qa::answer(&engine, &question, ctx, &opts).await?;
+                    out.push(if top_k == 1 {
+                        serde_json::json!(a.first())
+                    } else {
+                        serde_json::json!(a)
+                    });
+                }
+                report(&engine);
                 print(out)
             }
             Cmd::FillMask { c, top_k } => {
-                let engine = Engine::from_dir(&c.model)?;
-                let out = texts(&c)?
-                    .iter()
-                    .map(|t| {
-                        fill_mask::fill_mask(&engine, t, top_k, c.truncation()).map(|mut p| {
-                            if p.len() == 1 {
-                                serde_json::json!(p.remove(0))
-                            } else {
-                                serde_json::json!(p)
-                            }
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let engine = load(&c).await?;
+                let mut out = Vec::new();
+                for t in texts(&c)? {
+                    let mut p = fill_mask::fill_mask(&engine, &t, top_k, c.truncation()).await?;
+                    out.push(if p.len() == 1 {
+                        serde_json::json!(p.remove(0))
+                    } else {
+                        serde_json::json!(p)
+                    });
+                }
+                report(&engine);
                 print(out)
             }
             Cmd::ImportOnnx { onnx, out } => {
@@ -368,7 +390,8 @@ mod cli {
                 seq_len,
                 runs,
                 warmup,
-            } => super::bench::run(&model, batch, seq_len, runs, warmup),
+                backend,
+            } => super::bench::run(&model, backend.parse()?, batch, seq_len, runs, warmup).await,
         }
     }
 }
@@ -376,18 +399,19 @@ mod cli {
 #[cfg(not(target_arch = "wasm32"))]
 mod bench {
     use std::time::Instant;
-    use webert::engine::Engine;
+    use webert::engine::{Device, Engine};
     use webert::Result;
 
     /// Times the encoder (no head) on `batch` copies of a text of exactly `seq_len` tokens.
-    pub fn run(
+    pub async fn run(
         model: &std::path::Path,
+        device: Device,
         batch: usize,
         seq_len: usize,
         runs: usize,
         warmup: usize,
     ) -> Result<()> {
-        let engine = Engine::from_dir(model)?;
+        let engine = Engine::from_dir_on(model, device).await?;
         let words =
             "the quick brown fox jumps over the lazy dog while a curious cat watches quietly ";
         let mut text = String::new();
@@ -397,12 +421,12 @@ mod bench {
         let enc = engine.encode(&text, None, Some(seq_len))?;
         let windows = vec![enc; batch];
         for _ in 0..warmup {
-            engine.run(&windows, false, &[])?;
+            engine.run(&windows, false, &[]).await?;
         }
         let mut times = Vec::with_capacity(runs);
         for _ in 0..runs.max(1) {
             let t = Instant::now();
-            engine.run(&windows, false, &[])?;
+            engine.run(&windows, false, &[]).await?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);

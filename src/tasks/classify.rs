@@ -24,7 +24,7 @@ pub struct ClassifyOptions {
     pub truncation: Option<usize>,
 }
 
-pub fn classify(
+pub async fn classify(
     engine: &Engine,
     inputs: &[(&str, Option<&str>)],
     opts: ClassifyOptions,
@@ -37,7 +37,7 @@ pub fn classify(
     for (text, pair) in inputs {
         windows.push(engine.encode(text, *pair, opts.truncation)?);
     }
-    let outs = engine.run(&windows, true, &[])?;
+    let outs = engine.run(&windows, true, &[]).await?;
     let f = match opts.function {
         ScoreFn::Auto
             if engine.config.multi_label || outs.first().is_some_and(|o| o.logits.len() == 1) =>

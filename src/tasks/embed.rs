@@ -35,7 +35,7 @@ pub struct EmbedOptions {
 }
 
 /// Last hidden state of each text, `[tokens][hidden]`.
-pub fn hidden_states(
+pub async fn hidden_states(
     engine: &Engine,
     inputs: &[(&str, Option<&str>)],
     truncation: Option<usize>,
@@ -45,7 +45,7 @@ pub fn hidden_states(
         .map(|(t, p)| engine.encode(t, *p, truncation))
         .collect::<Result<Vec<_>>>()?;
     let h = engine.config.hidden_size;
-    let outs = engine.run(&windows, false, &[])?;
+    let outs = engine.run(&windows, false, &[]).await?;
     Ok(outs
         .into_iter()
         .map(|o| o.hidden.chunks(h).map(<[f32]>::to_vec).collect())
@@ -53,9 +53,9 @@ pub fn hidden_states(
 }
 
 /// One vector per text.
-pub fn embed(engine: &Engine, texts: &[&str], opts: EmbedOptions) -> Result<Vec<Vec<f32>>> {
+pub async fn embed(engine: &Engine, texts: &[&str], opts: EmbedOptions) -> Result<Vec<Vec<f32>>> {
     let inputs: Vec<(&str, Option<&str>)> = texts.iter().map(|t| (*t, None)).collect();
-    let states = hidden_states(engine, &inputs, opts.truncation)?;
+    let states = hidden_states(engine, &inputs, opts.truncation).await?;
     Ok(states
         .iter()
         .map(|tokens| {
@@ -101,7 +101,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Ranks `docs` by cosine similarity to `query`: `(index, score)`, best first.
-pub fn rank(
+pub async fn rank(
     engine: &Engine,
     query: &str,
     docs: &[&str],
@@ -109,7 +109,7 @@ pub fn rank(
 ) -> Result<Vec<(usize, f32)>> {
     let mut all = vec![query];
     all.extend_from_slice(docs);
-    let vecs = embed(engine, &all, opts)?;
+    let vecs = embed(engine, &all, opts).await?;
     let mut ranked: Vec<(usize, f32)> = vecs[1..]
         .iter()
         .enumerate()

@@ -16,7 +16,7 @@ pub struct Prediction {
 }
 
 /// One list of predictions per mask token in `text`, in text order.
-pub fn fill_mask(
+pub async fn fill_mask(
     engine: &Engine,
     text: &str,
     top_k: usize,
@@ -41,11 +41,13 @@ pub fn fill_mask(
             tok.mask_token.as_deref().unwrap_or("[MASK]")
         )));
     }
-    let out = engine.run(
-        std::slice::from_ref(&enc),
-        true,
-        std::slice::from_ref(&masks),
-    )?;
+    let out = engine
+        .run(
+            std::slice::from_ref(&enc),
+            true,
+            std::slice::from_ref(&masks),
+        )
+        .await?;
     let vocab = engine.config.vocab_size;
     let single = masks.len() == 1;
     let mut result = Vec::with_capacity(masks.len());

@@ -100,7 +100,7 @@ struct Tagged {
     end: usize,
 }
 
-pub fn ner(engine: &Engine, text: &str, opts: &NerOptions) -> Result<Vec<Entity>> {
+pub async fn ner(engine: &Engine, text: &str, opts: &NerOptions) -> Result<Vec<Entity>> {
     engine.require(Architecture::TokenClassification, "token-classification")?;
     let max_len = opts
         .max_len
@@ -115,7 +115,7 @@ pub fn ner(engine: &Engine, text: &str, opts: &NerOptions) -> Result<Vec<Entity>
             only_second: false,
         },
     )?;
-    let outs = engine.run(&windows, true, &[])?;
+    let outs = engine.run(&windows, true, &[]).await?;
     let chars: Vec<char> = text.chars().collect();
     let labels = engine.config.labels(engine.config.id2label.len().max(1));
     let mut all = Vec::new();

@@ -45,7 +45,7 @@ pub struct Answer {
     pub answer: String,
 }
 
-pub fn answer(
+pub async fn answer(
     engine: &Engine,
     question: &str,
     context: &str,
@@ -73,7 +73,7 @@ pub fn answer(
     let windows = engine
         .tokenizer
         .encode_windows(&question, Some(context), w)?;
-    let outs = engine.run(&windows, true, &[])?;
+    let outs = engine.run(&windows, true, &[]).await?;
     let chars: Vec<char> = context.chars().collect();
     let pre_topk = if opts.align_to_words {
         opts.top_k * 2 + 10

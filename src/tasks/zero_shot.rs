@@ -25,7 +25,7 @@ impl Default for ZeroShotOptions {
     }
 }
 
-pub fn zero_shot(
+pub async fn zero_shot(
     engine: &Engine,
     text: &str,
     labels: &[&str],
@@ -52,7 +52,7 @@ pub fn zero_shot(
         normalize: true,
         truncation: Some(usize::MAX),
     };
-    let vecs = embed(engine, &all, eo)?;
+    let vecs = embed(engine, &all, eo).await?;
     let logits: Vec<f32> = vecs[1..]
         .iter()
         .map(|v| SCALE * cosine(&vecs[0], v))

@@ -1,0 +1,21 @@
+// out[r] = x[rows[r]]: the first token of each sequence, or the rows a head was asked for.
+struct Params {
+    rows: u32,
+    cols: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> rows: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let e = gid.x + gid.y * 65535u * 256u;
+    if (e >= p.rows * p.cols) {
+        return;
+    }
+    let r = e / p.cols;
+    let c = e % p.cols;
+    out[e] = x[rows[r] * p.cols + c];
+}

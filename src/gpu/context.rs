@@ -1,0 +1,81 @@
+//! Adapter and device: the adapter's own limits are requested (large embedding tables need
+//! them), and validation errors or device loss are recorded instead of panicking.
+
+use crate::error::{Error, Result};
+use std::sync::{Arc, Mutex};
+
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    /// The first uncaptured validation/out-of-memory error, or the device-lost reason.
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl GpuContext {
+    pub async fn new() -> Result<Self> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let options = wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        };
+        let adapter = instance
+            .request_adapter(&options)
+            .await
+            .map_err(|e| Error::Gpu(format!("no GPU adapter: {e}")))?;
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("webert"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            ..Default::default()
+        };
+        let (device, queue) = adapter
+            .request_device(&desc)
+            .await
+            .map_err(|e| Error::Gpu(format!("{}: device creation failed: {e}", info.name)))?;
+        let failure = Arc::new(Mutex::new(None));
+        let f = failure.clone();
+        device.on_uncaptured_error(Arc::new(move |e| {
+            let mut slot = f.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert_with(|| e.to_string());
+        }));
+        let f = failure.clone();
+        device.set_device_lost_callback(move |reason, msg| {
+            let mut slot = f.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert_with(|| format!("device lost ({reason:?}): {msg}"));
+        });
+        Ok(GpuContext {
+            device,
+            queue,
+            info,
+            limits,
+            failure,
+        })
+    }
+
+    /// Fails once the device reported an error or was lost; it is not used again after that.
+    pub fn check(&self) -> Result<()> {
+        match self
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            Some(msg) => Err(Error::Gpu(msg.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// A CPU-emulated adapter (lavapipe, SwiftShader, WARP): slower than the CPU executor.
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    pub fn name(&self) -> String {
+        format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+}

@@ -1,0 +1,209 @@
+//! Executes the same plan as the CPU executor with WGSL compute shaders through wgpu: weights
+//! uploaded once, one static buffer plan per shape bucket, one command encoder and one
+//! `queue.submit` per forward, one readback.
+
+mod bucket;
+mod context;
+mod pipelines;
+mod readback;
+
+use crate::cpu::{Batch, Output};
+use crate::error::{Error, Result};
+use crate::model::Plan;
+use bucket::{Bucket, Builder, Shape};
+pub use context::GpuContext;
+use pipelines::Pipelines;
+use std::collections::HashMap;
+
+/// Longest sequence the attention shader handles (its workgroup score buffer).
+const MAX_SEQ: usize = 512;
+const MAX_HEAD_DIM: usize = 256;
+
+pub struct GpuExecutor {
+    ctx: GpuContext,
+    pipelines: Pipelines,
+    plan: Plan,
+    weights: Vec<wgpu::Buffer>,
+    dummy: wgpu::Buffer,
+    buckets: HashMap<Shape, Bucket>,
+}
+
+impl GpuExecutor {
+    /// Uploads the plan's weights. The plan's tensors are kept (the CPU executor needs them as
+    /// the fallback); pass a clone of the plan metadata with the weights when both run.
+    pub fn new(ctx: GpuContext, plan: &Plan) -> Result<Self> {
+        let cfg = &plan.config;
+        if cfg.head_dim() > MAX_HEAD_DIM {
+            return Err(Error::Gpu(format!(
+                "head size {} exceeds the attention shader's {MAX_HEAD_DIM}",
+                cfg.head_dim()
+            )));
+        }
+        let max_binding = ctx.limits.max_storage_buffer_binding_size as usize;
+        let mut weights = Vec::with_capacity(plan.weights.len());
+        for (t, name) in plan.weights.iter().zip(&plan.weight_names) {
+            let bytes = t.data.len() * 4;
+            if bytes > max_binding {
+                return Err(Error::Gpu(format!(
+                    "tensor `{name}` ({bytes} bytes) exceeds the adapter's max storage binding of {max_binding} bytes"
+                )));
+            }
+            let contents: Vec<u8> = t.data.iter().flat_map(|x| x.to_le_bytes()).collect();
+            weights.push(bucket::filled(
+                &ctx.device,
+                &ctx.queue,
+                name,
+                wgpu::BufferUsages::STORAGE,
+                &contents,
+            ));
+        }
+        let dummy = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("unused"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let pipelines = Pipelines::new(&ctx.device);
+        let meta = Plan {
+            config: plan.config.clone(),
+            weights: Vec::new(),
+            weight_names: plan.weight_names.clone(),
+            buffers: plan.buffers.clone(),
+            ops: plan.ops.clone(),
+            encoder_ops: plan.encoder_ops,
+            hidden: plan.hidden,
+            logits: plan.logits,
+        };
+        ctx.check()?;
+        Ok(GpuExecutor {
+            ctx,
+            pipelines,
+            plan: meta,
+            weights,
+            dummy,
+            buckets: HashMap::new(),
+        })
+    }
+
+    /// Destroys the device, as a driver reset would; later calls fail and the engine falls back.
+    pub fn destroy_device(&self) {
+        self.ctx.device.destroy();
+    }
+
+    pub fn adapter_name(&self) -> String {
+        self.ctx.name()
+    }
+
+    pub async fn forward(&mut self, batch: &Batch, head: bool) -> Result<Output> {
+        self.ctx.check()?;
+        let (b, l) = (batch.batch_size(), batch.seq_len);
+        if l > MAX_SEQ {
+            return Err(Error::Gpu(format!(
+                "sequence of {l} tokens exceeds the attention shader's {MAX_SEQ}"
+            )));
+        }
+        let shape = Shape {
+            batch: b,
+            seq_len: l,
+            picked: batch.picked.len(),
+        };
+        if !self.buckets.contains_key(&shape) {
+            let builder = Builder {
+                device: &self.ctx.device,
+                queue: &self.ctx.queue,
+                pipelines: &self.pipelines,
+                plan: &self.plan,
+                weights: &self.weights,
+                dummy: &self.dummy,
+            };
+            let bucket = builder.build(shape);
+            self.buckets.insert(shape, bucket);
+        }
+        let bucket = &self.buckets[&shape];
+        let q = &self.ctx.queue;
+        let words = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        q.write_buffer(&bucket.ids, 0, &words(&batch.ids));
+        q.write_buffer(&bucket.type_ids, 0, &words(&batch.type_ids));
+        q.write_buffer(
+            &bucket.lens,
+            0,
+            &words(&batch.lens.iter().map(|&x| x as u32).collect::<Vec<_>>()),
+        );
+        if !batch.picked.is_empty() {
+            q.write_buffer(
+                &bucket.picked,
+                0,
+                &words(&batch.picked.iter().map(|&x| x as u32).collect::<Vec<_>>()),
+            );
+        }
+        let steps = if head {
+            &bucket.steps[..]
+        } else {
+            &bucket.steps[..bucket.encoder_steps]
+        };
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("forward"),
+            });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("forward"),
+                timestamp_writes: None,
+            });
+            for s in steps {
+                pass.set_pipeline(self.pipelines.get(s.kernel));
+                pass.set_bind_group(0, &s.bind_group, &[]);
+                pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);
+            }
+        }
+        let hidden_floats = b * l * self.plan.config.hidden_size;
+        enc.copy_buffer_to_buffer(
+            &bucket.acts[self.plan.hidden.0],
+            0,
+            &bucket.staging_hidden,
+            0,
+            (hidden_floats * 4) as u64,
+        );
+        let logits = match (head, self.plan.logits, &bucket.staging_logits) {
+            (true, Some(id), Some(staging)) => {
+                let spec = &self.plan.buffers[id.0];
+                let floats = shape.rows(spec.rows) * spec.cols;
+                if floats > 0 {
+                    enc.copy_buffer_to_buffer(
+                        &bucket.acts[id.0],
+                        0,
+                        staging,
+                        0,
+                        (floats * 4) as u64,
+                    );
+                }
+                Some((staging, floats))
+            }
+            _ => None,
+        };
+        q.submit([enc.finish()]);
+        let hidden_map = readback::map_read(&bucket.staging_hidden);
+        let logits_map = logits.map(|(s, _)| readback::map_read(s));
+        #[cfg(not(target_arch = "wasm32"))]
+        self.ctx
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        hidden_map
+            .await
+            .map_err(|e| Error::Gpu(format!("reading results back: {e}")))?;
+        if let Some(m) = logits_map {
+            m.await
+                .map_err(|e| Error::Gpu(format!("reading results back: {e}")))?;
+        }
+        self.ctx.check()?;
+        let hidden = readback::read_f32(&bucket.staging_hidden, hidden_floats);
+        let logits = logits.map(|(s, floats)| readback::read_f32(s, floats));
+        if hidden.len() != hidden_floats {
+            return Err(Error::Gpu("could not read the hidden states back".into()));
+        }
+        Ok(Output { hidden, logits })
+    }
+}

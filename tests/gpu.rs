@@ -1,0 +1,257 @@
+//! The WGSL executor against the CPU executor on every real model and task: hidden states
+//! within 1e-3, identical labels, entities, answers and fill-mask tokens; and the fallback to
+//! the CPU when the device is lost. CI runs these on Mesa's lavapipe Vulkan adapter; elsewhere
+//! they are skipped when no adapter exists (CI=1 or WEBERT_REQUIRE_GPU=1 makes that a failure).
+
+mod common;
+use common::*;
+use pollster::block_on;
+use std::path::Path;
+use webert::engine::{Device, Engine};
+use webert::model::ModelFiles;
+use webert::tasks::{classify, embed, fill_mask, ner, qa};
+
+fn gpu_engine(dir: &Path) -> Option<Engine> {
+    match block_on(Engine::from_dir_on(dir, Device::Gpu)) {
+        Ok(e) => {
+            assert!(e.backend().starts_with("gpu"), "{}", e.backend());
+            Some(e)
+        }
+        Err(err)
+            if std::env::var_os("CI").is_some()
+                || std::env::var_os("WEBERT_REQUIRE_GPU").is_some() =>
+        {
+            panic!("a GPU adapter is required here: {err}")
+        }
+        Err(err) => {
+            eprintln!("skipping GPU test: {err}");
+            None
+        }
+    }
+}
+
+fn pair(dir: &Path) -> Option<(Engine, Engine)> {
+    Some((gpu_engine(dir)?, engine(dir)))
+}
+
+#[test]
+fn minilm_hidden_states_and_batches_match_cpu() {
+    let Some((gpu, cpu)) = pair(&model_dir("minilm")) else {
+        return;
+    };
+    let g = golden("minilm.json");
+    let inputs: Vec<(&str, Option<&str>)> = g["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["truncation_max_length"].is_null())
+        .map(|c| (str_of(c, "text"), opt_str(c, "text_pair")))
+        .collect();
+    // All cases in one padded batch, and one at a time.
+    let batched = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
+    let want = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
+    for (i, (a, b)) in batched.iter().zip(&want).enumerate() {
+        assert_close(&format!("case {i} batched"), &a.concat(), &b.concat(), 1e-3);
+        if i < 3 {
+            let single = block_on(embed::hidden_states(&gpu, &inputs[i..i + 1], None)).unwrap();
+            assert_close(
+                &format!("case {i} alone"),
+                &single[0].concat(),
+                &b.concat(),
+                1e-3,
+            );
+        }
+    }
+    assert!(gpu.backend().starts_with("gpu"), "{}", gpu.backend());
+    let docs = [
+        "a cat sleeps in the sun",
+        "stock markets fell sharply",
+        "kittens nap all day",
+    ];
+    let opts = embed::EmbedOptions {
+        normalize: true,
+        ..Default::default()
+    };
+    let r_gpu: Vec<usize> = block_on(embed::rank(&gpu, "where do cats rest", &docs, opts))
+        .unwrap()
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    let r_cpu: Vec<usize> = block_on(embed::rank(&cpu, "where do cats rest", &docs, opts))
+        .unwrap()
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(r_gpu, r_cpu);
+}
+
+#[test]
+fn pii_entities_match_cpu() {
+    let Some((gpu, cpu)) = pair(&model_dir("pii")) else {
+        return;
+    };
+    let g = golden("pii.json");
+    let mut texts: Vec<&str> = g["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| str_of(c, "text"))
+        .collect();
+    texts.push(str_of(&g["long"], "text"));
+    for text in texts {
+        // The forward pass is the same for every strategy; two cover token and word outputs.
+        for agg in ["none", "first"] {
+            let opts = ner::NerOptions {
+                aggregation: agg.parse().unwrap(),
+                max_len: Some(128),
+                stride: 32,
+                ..Default::default()
+            };
+            let a = block_on(ner::ner(&gpu, text, &opts)).unwrap();
+            let b = block_on(ner::ner(&cpu, text, &opts)).unwrap();
+            assert_eq!(a.len(), b.len(), "{agg}: {text:.40}");
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!(
+                    (x.label(), x.start, x.end, &x.word),
+                    (y.label(), y.start, y.end, &y.word),
+                    "{agg}"
+                );
+                assert!((x.score - y.score).abs() < 1e-3);
+            }
+        }
+    }
+}
+
+#[test]
+fn classification_and_qa_heads_match_cpu() {
+    let dir = with_head("seqcls");
+    let Some((gpu, cpu)) = pair(&dir) else { return };
+    let inputs = [
+        ("I loved this film", None),
+        ("How old are you?", Some("I am twenty-five.")),
+        ("", None),
+    ];
+    let opts = classify::ClassifyOptions {
+        function: classify::ScoreFn::None,
+        ..Default::default()
+    };
+    let a = block_on(classify::classify(&gpu, &inputs, opts)).unwrap();
+    let b = block_on(classify::classify(&cpu, &inputs, opts)).unwrap();
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(
+            x.iter().map(|l| &l.label).collect::<Vec<_>>(),
+            y.iter().map(|l| &l.label).collect::<Vec<_>>()
+        );
+        assert_close(
+            "logits",
+            &x.iter().map(|l| l.score).collect::<Vec<_>>(),
+            &y.iter().map(|l| l.score).collect::<Vec<_>>(),
+            1e-3,
+        );
+    }
+    let dir = with_head("qa");
+    let Some((gpu, cpu)) = pair(&dir) else { return };
+    for case in golden("qa.json")["cases"].as_array().unwrap() {
+        let p = &case["params"];
+        let opts = qa::QaOptions {
+            top_k: 3,
+            max_seq_len: p["max_seq_len"].as_u64().map(|x| x as usize),
+            doc_stride: p["doc_stride"].as_u64().map(|x| x as usize),
+            ..Default::default()
+        };
+        let (q, c) = (str_of(case, "question"), str_of(case, "context"));
+        let a = block_on(qa::answer(&gpu, q, c, &opts)).unwrap();
+        let b = block_on(qa::answer(&cpu, q, c, &opts)).unwrap();
+        assert_eq!(
+            a.iter()
+                .map(|x| (&x.answer, x.start, x.end))
+                .collect::<Vec<_>>(),
+            b.iter()
+                .map(|x| (&x.answer, x.start, x.end))
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn fill_mask_and_model_families_match_cpu() {
+    let Some((gpu, cpu)) = pair(&model_dir("splade-tiny")) else {
+        return;
+    };
+    for text in [
+        "The capital of France is [MASK].",
+        "[MASK] loves [MASK] food.",
+    ] {
+        let a = block_on(fill_mask::fill_mask(&gpu, text, 5, None)).unwrap();
+        let b = block_on(fill_mask::fill_mask(&cpu, text, 5, None)).unwrap();
+        let tokens = |v: &Vec<Vec<fill_mask::Prediction>>| {
+            v.iter()
+                .map(|m| m.iter().map(|p| p.token).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(tokens(&a), tokens(&b), "{text}");
+    }
+    let tiny = root().join("tests/tiny");
+    for entry in std::fs::read_dir(&tiny).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("config.json").is_file() {
+            continue;
+        }
+        let Some((gpu, cpu)) = pair(&dir) else { return };
+        let encs = vec![
+            gpu.encode("Hello world, this is a test.", None, None)
+                .unwrap(),
+            gpu.encode("Short", None, None).unwrap(),
+        ];
+        let picked = if gpu.architecture() == webert::model::Architecture::MaskedLm {
+            vec![vec![1], vec![1]]
+        } else {
+            vec![]
+        };
+        let a = block_on(gpu.run(&encs, true, &picked)).unwrap();
+        let b = block_on(cpu.run(&encs, true, &picked)).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            assert_close(
+                &format!("{} hidden", dir.display()),
+                &x.hidden,
+                &y.hidden,
+                1e-3,
+            );
+            assert_close(
+                &format!("{} logits", dir.display()),
+                &x.logits,
+                &y.logits,
+                1e-3,
+            );
+        }
+    }
+}
+
+#[test]
+fn lost_device_falls_back_to_cpu() {
+    let dir = model_dir("minilm");
+    if gpu_engine(&dir).is_none() {
+        return;
+    }
+    let e = block_on(Engine::load_with(
+        ModelFiles::from_dir(&dir).unwrap(),
+        Device::Auto,
+        true,
+    ))
+    .unwrap();
+    let opts = embed::EmbedOptions {
+        normalize: true,
+        ..Default::default()
+    };
+    let before = block_on(embed::embed(&e, &["the device is about to go"], opts)).unwrap();
+    assert!(e.backend().starts_with("gpu"), "{}", e.backend());
+    e.lose_gpu_for_test();
+    let after = block_on(embed::embed(&e, &["the device is about to go"], opts)).unwrap();
+    assert!(e.backend().starts_with("cpu"), "{}", e.backend());
+    assert!(e.gpu_failure().is_some());
+    assert_close("after device loss", &after[0], &before[0], 1e-3);
+    // Explicit GPU: a lost device is an error, not a silent switch.
+    let g = gpu_engine(&dir).unwrap();
+    g.lose_gpu_for_test();
+    assert!(block_on(embed::embed(&g, &["x"], opts)).is_err());
+}

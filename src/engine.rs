@@ -159,6 +159,21 @@ impl Engine {
         }
     }
 
+    /// Per-kernel GPU milliseconds for one forward over `windows` (padded as `run` pads them),
+    /// when the model runs on a GPU with timestamp queries.
+    #[allow(clippy::await_holding_lock)]
+    pub async fn gpu_profile(
+        &self,
+        windows: &[Encoding],
+    ) -> Result<Option<Vec<(&'static str, f64)>>> {
+        let batch = self.pad(windows, &[]);
+        let mut gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
+        match gpu.as_mut() {
+            Some(g) => g.exec.profile(&batch, false).await,
+            None => Ok(None),
+        }
+    }
+
     // The guards below are held across `.await`: the engine serves one call at a time, which
     // also keeps GPU submissions ordered. Its futures are therefore not `Send`.
     #[allow(clippy::await_holding_lock)]

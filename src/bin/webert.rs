@@ -431,9 +431,18 @@ mod bench {
         }
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
+        let gpu = engine.gpu_profile(&windows).await?;
+        let gpu_total: Option<f64> = gpu.as_ref().map(|k| k.iter().map(|(_, ms)| ms).sum());
+        let per_kernel: Option<serde_json::Value> = gpu.map(|k| {
+            k.into_iter()
+                .map(|(name, ms)| (name.to_string(), serde_json::json!(ms)))
+                .collect()
+        });
         println!(
             "{}",
             serde_json::json!({
+                "gpu_ms_by_kernel": per_kernel,
+                "gpu_ms": gpu_total,
                 "model": model.display().to_string(),
                 "backend": engine.backend(),
                 "batch": batch,

@@ -27,9 +27,11 @@ impl GpuContext {
             .map_err(|e| Error::Gpu(format!("no GPU adapter: {e}")))?;
         let info = adapter.get_info();
         let limits = adapter.limits();
+        // Timestamps are optional: used only to profile when the adapter offers them.
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let desc = wgpu::DeviceDescriptor {
             label: Some("webert"),
-            required_features: wgpu::Features::empty(),
+            required_features: features,
             required_limits: limits.clone(),
             ..Default::default()
         };
@@ -73,6 +75,12 @@ impl GpuContext {
     /// A CPU-emulated adapter (lavapipe, SwiftShader, WARP): slower than the CPU executor.
     pub fn is_software(&self) -> bool {
         self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    pub fn has_timestamps(&self) -> bool {
+        self.device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
     pub fn name(&self) -> String {

@@ -94,6 +94,90 @@ impl GpuExecutor {
         self.ctx.name()
     }
 
+    /// GPU time per kernel family (ms, from timestamp queries) for one forward of `batch`,
+    /// each dispatch in a pass of its own; `None` when the adapter has no timestamps.
+    pub async fn profile(
+        &mut self,
+        batch: &Batch,
+        head: bool,
+    ) -> Result<Option<Vec<(&'static str, f64)>>> {
+        if !self.ctx.has_timestamps() {
+            return Ok(None);
+        }
+        self.forward(batch, head).await?;
+        let shape = Shape {
+            batch: batch.batch_size(),
+            seq_len: batch.seq_len,
+            picked: batch.picked.len(),
+        };
+        let bucket = &self.buckets[&shape];
+        let steps = if head {
+            &bucket.steps[..]
+        } else {
+            &bucket.steps[..bucket.encoder_steps]
+        };
+        let n = (2 * steps.len()) as u32;
+        let d = &self.ctx.device;
+        let set = d.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("profile"),
+            ty: wgpu::QueryType::Timestamp,
+            count: n,
+        });
+        let resolve = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("timestamps"),
+            size: n as u64 * 8,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let staging = bucket::staging(d, n as usize * 8);
+        let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("profile"),
+        });
+        for (i, s) in steps.iter().enumerate() {
+            let writes = wgpu::ComputePassTimestampWrites {
+                query_set: &set,
+                beginning_of_pass_write_index: Some(2 * i as u32),
+                end_of_pass_write_index: Some(2 * i as u32 + 1),
+            };
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(writes),
+            });
+            pass.set_pipeline(self.pipelines.get(s.kernel));
+            pass.set_bind_group(0, &s.bind_group, &[]);
+            pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);
+        }
+        enc.resolve_query_set(&set, 0..n, &resolve, 0);
+        enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, n as u64 * 8);
+        self.ctx.queue.submit([enc.finish()]);
+        let map = readback::map_read(&staging);
+        #[cfg(not(target_arch = "wasm32"))]
+        self.ctx
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        map.await
+            .map_err(|e| Error::Gpu(format!("reading timestamps: {e}")))?;
+        let ticks: Vec<u64> = match staging.get_mapped_range(..) {
+            Ok(v) => v
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        staging.unmap();
+        let period_ms = self.ctx.queue.get_timestamp_period() as f64 * 1e-6;
+        let mut totals: Vec<(&'static str, f64)> = Vec::new();
+        for (s, t) in steps.iter().zip(ticks.chunks_exact(2)) {
+            let ms = t[1].saturating_sub(t[0]) as f64 * period_ms;
+            match totals.iter_mut().find(|(k, _)| *k == s.kernel.name()) {
+                Some(e) => e.1 += ms,
+                None => totals.push((s.kernel.name(), ms)),
+            }
+        }
+        Ok(Some(totals))
+    }
+
     pub async fn forward(&mut self, batch: &Batch, head: bool) -> Result<Output> {
         self.ctx.check()?;
         let (b, l) = (batch.batch_size(), batch.seq_len);

@@ -16,6 +16,10 @@ pub struct Pipelines {
 }
 
 impl Kernel {
+    pub fn name(self) -> &'static str {
+        self.source().0
+    }
+
     const ALL: [Kernel; 5] = [
         Kernel::Embeddings,
         Kernel::Gemm,

@@ -89,6 +89,25 @@ impl Engine {
         Ok(Engine::assemble(config, tokenizer, plan, gpu, device))
     }
 
+    /// A model of a standard shape (`bert-base`, …) with random weights and the tokenizer of
+    /// `files`, for timing only.
+    pub async fn synthetic(files: ModelFiles, shape: &str, device: Device) -> Result<Engine> {
+        let (config, tokenizer, _) = files.load()?;
+        let (config, weights) = crate::model::synthetic::random_model(config, shape, 42)
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "unknown shape `{shape}`; use bert-base, bert-large or minilm-l6"
+                ))
+            })?;
+        let plan = Plan::build(config.clone(), weights)?;
+        let gpu = match device {
+            Device::Cpu => None,
+            Device::Gpu => Some(Engine::gpu(&plan, true).await?),
+            Device::Auto => Engine::gpu(&plan, false).await.ok(),
+        };
+        Ok(Engine::assemble(config, tokenizer, plan, gpu, device))
+    }
+
     async fn gpu(plan: &Plan, allow_software: bool) -> Result<GpuExecutor> {
         let ctx = GpuContext::new().await?;
         if !allow_software && ctx.is_software() {

@@ -157,6 +157,10 @@ mod cli {
             warmup: usize,
             #[arg(long, default_value = "cpu")]
             backend: String,
+            /// Time a standard shape (bert-base, bert-large, minilm-l6) with random weights,
+            /// using --model only for its tokenizer and vocabulary
+            #[arg(long)]
+            shape: Option<String>,
         },
     }
 
@@ -391,7 +395,19 @@ mod cli {
                 runs,
                 warmup,
                 backend,
-            } => super::bench::run(&model, backend.parse()?, batch, seq_len, runs, warmup).await,
+                shape,
+            } => {
+                let device = backend.parse()?;
+                let engine = match &shape {
+                    Some(s) => {
+                        Engine::synthetic(webert::model::ModelFiles::from_dir(&model)?, s, device)
+                            .await?
+                    }
+                    None => Engine::from_dir_on(&model, device).await?,
+                };
+                let label = shape.unwrap_or_else(|| model.display().to_string());
+                super::bench::run(&engine, &label, batch, seq_len, runs, warmup).await
+            }
         }
     }
 }
@@ -399,19 +415,18 @@ mod cli {
 #[cfg(not(target_arch = "wasm32"))]
 mod bench {
     use std::time::Instant;
-    use webert::engine::{Device, Engine};
+    use webert::engine::Engine;
     use webert::Result;
 
     /// Times the encoder (no head) on `batch` copies of a text of exactly `seq_len` tokens.
     pub async fn run(
-        model: &std::path::Path,
-        device: Device,
+        engine: &Engine,
+        model: &str,
         batch: usize,
         seq_len: usize,
         runs: usize,
         warmup: usize,
     ) -> Result<()> {
-        let engine = Engine::from_dir_on(model, device).await?;
         let words =
             "the quick brown fox jumps over the lazy dog while a curious cat watches quietly ";
         let mut text = String::new();
@@ -443,7 +458,7 @@ mod bench {
             serde_json::json!({
                 "gpu_ms_by_kernel": per_kernel,
                 "gpu_ms": gpu_total,
-                "model": model.display().to_string(),
+                "model": model,
                 "backend": engine.backend(),
                 "batch": batch,
                 "seq_len": seq_len,

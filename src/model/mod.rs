@@ -3,6 +3,7 @@
 pub mod config;
 mod heads;
 pub mod plan;
+pub mod synthetic;
 pub mod weights;
 
 pub use config::{Activation, Architecture, ModelConfig, ModelType};

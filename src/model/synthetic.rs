@@ -1,0 +1,80 @@
+//! Seeded random weights for a BERT-shaped config: timing models of any size (bert-base,
+//! bert-large) without a checkpoint. Not for answers — for benchmarks only.
+
+use super::config::ModelConfig;
+use super::weights::{Tensor, Weights};
+
+/// Standard shapes by name: `bert-base`, `bert-large`, `minilm-l6`.
+pub fn shape(name: &str) -> Option<(usize, usize, usize, usize)> {
+    // (hidden, layers, heads, intermediate)
+    match name {
+        "bert-base" => Some((768, 12, 12, 3072)),
+        "bert-large" => Some((1024, 24, 16, 4096)),
+        "minilm-l6" => Some((384, 6, 12, 1536)),
+        _ => None,
+    }
+}
+
+/// Resizes `cfg` to a named shape (base model, no head) and draws weights for it.
+pub fn random_model(mut cfg: ModelConfig, name: &str, seed: u64) -> Option<(ModelConfig, Weights)> {
+    let (h, layers, heads, inter) = shape(name)?;
+    cfg.hidden_size = h;
+    cfg.embedding_size = h;
+    cfg.num_layers = layers;
+    cfg.num_heads = heads;
+    cfg.intermediate_size = inter;
+    cfg.architecture = super::Architecture::Base;
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rand = |n: usize, scale: f32| -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * scale
+            })
+            .collect()
+    };
+    let mut w = Weights::default();
+    let mut put = |name: String, shape: Vec<usize>, scale: f32| {
+        let n = shape.iter().product();
+        w.insert(name, Tensor::new(shape, rand(n, scale)));
+    };
+    put(
+        "embeddings.word_embeddings.weight".into(),
+        vec![cfg.vocab_size, h],
+        0.1,
+    );
+    put(
+        "embeddings.position_embeddings.weight".into(),
+        vec![cfg.max_position_embeddings, h],
+        0.1,
+    );
+    put(
+        "embeddings.token_type_embeddings.weight".into(),
+        vec![cfg.type_vocab_size.max(1), h],
+        0.1,
+    );
+    let ln = |w: &mut dyn FnMut(String, Vec<usize>, f32), p: &str| {
+        w(format!("{p}.LayerNorm.weight"), vec![h], 0.1);
+        w(format!("{p}.LayerNorm.bias"), vec![h], 0.1);
+    };
+    ln(&mut put, "embeddings");
+    for i in 0..layers {
+        let p = format!("encoder.layer.{i}");
+        for (name, o, n) in [
+            ("attention.self.query", h, h),
+            ("attention.self.key", h, h),
+            ("attention.self.value", h, h),
+            ("attention.output.dense", h, h),
+            ("intermediate.dense", inter, h),
+            ("output.dense", h, inter),
+        ] {
+            put(format!("{p}.{name}.weight"), vec![o, n], 0.05);
+            put(format!("{p}.{name}.bias"), vec![o], 0.05);
+        }
+        ln(&mut put, &format!("{p}.attention.output"));
+        ln(&mut put, &format!("{p}.output"));
+    }
+    Some((cfg, w))
+}

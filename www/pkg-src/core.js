@@ -6,6 +6,8 @@ import init, { ModelLoader, debugTrap, lastPanic, __wbg_reset_state } from './we
 import { gatherFiles, isNode } from './files.js';
 
 let started;
+// Bumped when a trapped instance is replaced: engines built before belong to the old one.
+let generation = 0;
 
 function startWasm(report) {
   started ??= (async () => {
@@ -47,8 +49,9 @@ export class Model {
     files.length = 0;
     try {
       this.engine = loader.load();
+      this.generation = generation;
     } catch (e) {
-      throw asError(e);
+      throw this.recover(e);
     }
     this.info = JSON.parse(this.engine.info());
     report?.({ stage: 'ready', bytes: total, total });
@@ -58,7 +61,7 @@ export class Model {
   /** Runs one request; calls are answered in order, one at a time. */
   call(task, request) {
     const run = async () => {
-      if (!this.engine) await this.load();
+      if (!this.engine || this.generation !== generation) await this.load();
       try {
         const t0 = performance.now();
         const json = this.engine.call(task, JSON.stringify(request));
@@ -73,7 +76,7 @@ export class Model {
   }
 
   dispose() {
-    this.engine?.free();
+    if (this.generation === generation) this.engine?.free();
     this.engine = null;
   }
 
@@ -105,6 +108,7 @@ export class Model {
     }
     this.engine = null; // its memory belonged to the old instance; never free() it
     __wbg_reset_state();
+    generation++;
     return new Error(`webert: internal error (${why}); the WebAssembly instance was restarted and the model will be reloaded on the next call`);
   }
 }

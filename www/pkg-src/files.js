@@ -241,8 +241,8 @@ async function fromUrl(base, opts, progress) {
   if (known) {
     await Promise.all(known.map((n) => load(n, false)));
   } else {
-    await Promise.all(REQUIRED.map((n) => load(n, false)));
-    await load('tokenizer_config.json', true);
+    await load('config.json', false); // first: its absence says best that this is no model folder
+    await Promise.all([load('tokenizer.json', false), load('tokenizer_config.json', true)]);
     await findWeights(opts.weights, load, root, signal);
     if (cache) {
       const all = manifest ? await cache.match(manifestUrl).then((r) => r.json()) : {};

@@ -1,0 +1,257 @@
+// The demo page in headless Chromium (Debian's, driven by playwright-core): each tab against the
+// committed goldens, a user-supplied QA folder through the folder picker, 100 overlapping calls,
+// recovery from a trapped instance, offline after the first visit, a browser without WebGPU,
+// phone width and keyboard use. Screenshots go to target/browser-artifacts/.
+//   node --test tests/browser/demo.test.mjs      (after scripts/build_web.sh)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MODELS, ROOT, golden, u16, entitiesU16, requireModels } from './golden.mjs';
+import { launch } from './browser.mjs';
+import { serve } from '../../scripts/serve.mjs';
+
+requireModels();
+const ARTIFACTS = join(ROOT, 'target/browser-artifacts');
+mkdirSync(ARTIFACTS, { recursive: true });
+const WWW = join(ROOT, 'www');
+const T = { timeout: 180_000 };
+
+let server;
+let browser;
+let page;
+
+before(async () => {
+  server = await serve({ mounts: { '/': WWW, '/models/': MODELS } });
+  browser = await launch();
+  page = browser.page;
+  await page.goto(server.url);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** Clicks a tab's run button and waits until that run has finished. */
+async function run(p, tab) {
+  const before = await p.$eval(`#panel-${tab}`, (e) => Number(e.dataset.runs ?? 0));
+  await p.click(`#${tab}-run`);
+  await p.waitForFunction(([t, n]) => Number(document.querySelector(`#panel-${t}`).dataset.runs ?? 0) > n, [tab, before], { timeout: 120_000 });
+  const error = await p.$eval('#error', (e) => (e.hidden ? null : e.textContent));
+  assert.equal(error, null, `the page showed an error running ${tab}`);
+}
+
+const marks = (p) => p.$$eval('#ner-out mark', (ms) => ms.map((m) => ({
+  label: m.dataset.label, start: Number(m.dataset.start), end: Number(m.dataset.end), score: Number(m.dataset.score), text: m.textContent,
+})));
+
+test('PII tab: highlighted entities and spans equal the golden pipeline output', T, async () => {
+  await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+  for (const strategy of ['first', 'simple', 'none']) {
+    await page.selectOption('#ner-agg', strategy);
+    for (const c of golden('pii.json').cases) {
+      await page.fill('#ner-text', c.text);
+      await run(page, 'ner');
+      const got = await marks(page);
+      const want = entitiesU16(c.text, c.pipeline[strategy]);
+      const what = `${c.name}/${strategy}`;
+      assert.deepEqual(got.map((m) => [m.label, m.start, m.end]), want.map((e) => [e.entity_group ?? e.entity, e.start, e.end]), what);
+      got.forEach((m, i) => {
+        assert.equal(m.text, c.text.slice(m.start, m.end), what);
+        assert.ok(Math.abs(m.score - want[i].score) < 1e-4, `${what}: score`);
+      });
+      // The page shows the whole text, entities in place.
+      assert.equal(await page.$eval('#ner-out', (e) => e.textContent), c.text, what);
+    }
+  }
+  const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
+  await page.selectOption('#ner-agg', 'first');
+  await page.fill('#ner-text', c.text);
+  await run(page, 'ner');
+  assert.match(await page.textContent('#ner-ms'), /ms \(engine [\d.]+ ms, cpu-simd128\)/);
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-ner.png'), fullPage: true });
+  await page.check('#ner-redact');
+  const redacted = await page.$eval('#ner-out', (e) => e.textContent);
+  for (const e of c.pipeline.first) assert.ok(redacted.includes(`[${e.entity_group}]`));
+  assert.ok(!redacted.includes('Müller'));
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-ner-redacted.png'), fullPage: true });
+  await page.uncheck('#ner-redact');
+});
+
+test('Classification tab: zero-shot ranking and scores equal the golden', T, async () => {
+  await page.click('#tab-cls');
+  const g = golden('minilm.json').zero_shot;
+  for (const c of g.cases) {
+    await page.fill('#cls-text', c.sequence);
+    await page.fill('#cls-labels', c.candidate_labels.join(', '));
+    for (const [key, multi] of [['single_label', false], ['multi_label', true]]) {
+      await page.setChecked('#cls-multi', multi);
+      await run(page, 'cls');
+      const got = await page.$$eval('#cls-out li', (li) => li.map((l) => [l.dataset.label, Number(l.dataset.score)]));
+      assert.deepEqual(got.map((x) => x[0]), c[key].labels, key);
+      got.forEach(([, s], i) => assert.ok(Math.abs(s - c[key].scores[i]) < 1e-4, key));
+    }
+  }
+  await page.setChecked('#cls-multi', false);
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-classification.png'), fullPage: true });
+});
+
+test('Similarity tab: ranking and cosines equal the golden', T, async () => {
+  await page.click('#tab-sim');
+  const g = golden('minilm.json').similarity;
+  await page.fill('#sim-query', g.query);
+  await page.fill('#sim-docs', g.candidates.join('\n'));
+  await run(page, 'sim');
+  const got = await page.$$eval('#sim-out li', (li) => li.map((l) => [Number(l.dataset.index), Number(l.dataset.score)]));
+  assert.deepEqual(got.map((x) => x[0]), g.ranking);
+  got.forEach(([i, s]) => assert.ok(Math.abs(s - g.cosine[i]) < 1e-4));
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-similarity.png'), fullPage: true });
+});
+
+test('QA tab: says no checkpoint ships, then answers with a folder the user picks', T, async () => {
+  await page.click('#tab-qa');
+  assert.match(await page.textContent('#qa-notice'), /No question-answering checkpoint ships with this demo/);
+  assert.equal(await page.isDisabled('#qa-run'), true);
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-qa-empty.png'), fullPage: true });
+  // A fine-tuned folder as a user would have it: MiniLM plus the seeded QA head.
+  // (Playwright skips symlinks when it reads a folder, so the files are copied.)
+  const dir = mkdtempSync(join(tmpdir(), 'webert-qa-'));
+  const folder = join(dir, 'my-qa-model');
+  mkdirSync(folder);
+  for (const f of ['model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(MODELS, 'minilm', f), join(folder, f));
+  for (const f of ['config.json', 'head.safetensors']) copyFileSync(join(ROOT, 'tests/heads/qa', f), join(folder, f));
+  try {
+    await page.setInputFiles('#panel-qa input[type=file]', folder);
+    await page.waitForFunction(() => !document.querySelector('#qa-run').disabled, null, { timeout: 120_000 });
+    const c = golden('qa.json').cases.find((x) => x.name === 'unicode');
+    await page.fill('#qa-question', c.question);
+    await page.fill('#qa-context', c.context);
+    await run(page, 'qa');
+    const best = await page.$eval('#qa-out mark', (m) => ({ text: m.textContent, start: Number(m.dataset.start), end: Number(m.dataset.end) }));
+    const want = c.answers[0];
+    assert.equal(best.text, want.answer);
+    assert.deepEqual([best.start, best.end], [u16(c.context, want.start), u16(c.context, want.end)]);
+    assert.equal(await page.$eval('#panel-qa .model-name', (e) => e.textContent), 'my-qa-model');
+    await page.screenshot({ path: join(ARTIFACTS, 'tab-qa.png'), fullPage: true });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('100 overlapping calls from the page all answer correctly; a trap is survived', T, async () => {
+  const cases = golden('pii.json').cases;
+  const results = await page.evaluate(async (texts) => {
+    const { pipeline } = await import('/pkg/webert.js');
+    const ner = await pipeline('ner', '/models/pii/');
+    const calls = Array.from({ length: 100 }, (_, i) => ner(texts[i % texts.length], { aggregation_strategy: 'first' }));
+    const all = await Promise.all(calls);
+    let trap = null;
+    await ner.debugTrap().catch((e) => (trap = e.message));
+    const after = await ner(texts[0], { aggregation_strategy: 'first' });
+    return { all, trap, after };
+  }, cases.map((c) => c.text));
+  assert.equal(results.all.length, 100);
+  results.all.forEach((got, i) => {
+    const c = cases[i % cases.length];
+    const want = entitiesU16(c.text, c.pipeline.first);
+    assert.deepEqual(got.map((e) => [e.entity_group, e.word, e.start, e.end]), want.map((e) => [e.entity_group, e.word, e.start, e.end]), `call ${i}`);
+    got.forEach((e, j) => assert.ok(Math.abs(e.score - want[j].score) < 1e-4, `call ${i}`));
+  });
+  assert.match(results.trap, /instance was restarted/);
+  assert.deepEqual(results.after.map((e) => [e.start, e.end]), entitiesU16(cases[0].text, cases[0].pipeline.first).map((e) => [e.start, e.end]));
+});
+
+test('CPU timings in Chromium (MiniLM and PII, 128 tokens)', T, async () => {
+  const t = await page.evaluate(async () => {
+    const { pipeline } = await import('/pkg/webert.js');
+    const text = Array.from({ length: 126 }, (_, i) => ['the', 'cat', 'sat', 'on', 'a', 'mat'][i % 6]).join(' ');
+    const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
+    const out = {};
+    for (const [name, task, url] of [['minilm', 'feature-extraction', '/models/minilm/'], ['pii', 'ner', '/models/pii/']]) {
+      const t0 = performance.now();
+      const p = await pipeline(task, url, { cache: true });
+      const load = performance.now() - t0;
+      const ms = [];
+      for (let i = 0; i < 13; i++) ms.push((await p(text)).ms);
+      out[name] = { load_ms: Math.round(load), median_ms: +median(ms.slice(3)).toFixed(1) };
+    }
+    return out;
+  });
+  console.log(`# Chromium CPU (simd128, 1 thread), batch 1 x 128 tokens: ${JSON.stringify(t)}`);
+  assert.ok(t.minilm.median_ms > 0 && t.minilm.median_ms < 5000);
+});
+
+test('keyboard: arrow keys move between tabs; phone width screenshots', T, async () => {
+  await page.focus('#tab-qa');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.getAttribute('#tab-sim', 'aria-selected'), 'true');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'tab-sim');
+  await page.keyboard.press('Home');
+  assert.equal(await page.getAttribute('#tab-ner', 'aria-selected'), 'true');
+  assert.equal(await page.isVisible('#panel-ner'), true);
+  assert.equal(await page.isVisible('#panel-sim'), false);
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const tab of ['ner', 'cls', 'qa', 'sim']) {
+    await page.click(`#tab-${tab}`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${tab}: the page is ${overflow}px wider than a phone`);
+    await page.screenshot({ path: join(ARTIFACTS, `phone-${tab}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1100, height: 900 });
+  assert.deepEqual(browser.logs.filter((l) => l.startsWith('[pageerror]')), []);
+});
+
+test('works offline after the first visit (service worker + Cache API)', T, async () => {
+  const own = await serve({ mounts: { '/': WWW, '/models/': MODELS } });
+  const b = await launch();
+  try {
+    await b.page.goto(own.url);
+    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+    await b.page.evaluate(() => navigator.serviceWorker.ready);
+    await own.close(); // nothing answers on that port any more
+    await b.page.reload();
+    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+    const c = golden('pii.json').cases[0];
+    await b.page.fill('#ner-text', c.text);
+    await run(b.page, 'ner');
+    const got = await marks(b.page);
+    assert.deepEqual(got.map((m) => [m.label, m.start, m.end]), entitiesU16(c.text, c.pipeline.first).map((e) => [e.entity_group, e.start, e.end]));
+    await b.page.screenshot({ path: join(ARTIFACTS, 'offline-ner.png'), fullPage: true });
+  } finally {
+    await b.close();
+    await own.close();
+  }
+});
+
+test('without WebGPU the page says so and runs on the CPU', T, async () => {
+  const b = await launch({ webgpu: false });
+  try {
+    await b.page.goto(server.url);
+    await b.page.waitForFunction(() => document.querySelector('#webgpu').dataset.available !== undefined);
+    assert.equal(await b.page.$eval('#webgpu', (e) => e.dataset.available), 'false');
+    assert.match(await b.page.textContent('#webgpu'), /not available/);
+    const c = golden('pii.json').cases[0];
+    await b.page.fill('#ner-text', c.text);
+    await run(b.page, 'ner');
+    assert.equal((await marks(b.page)).length, c.pipeline.first.length);
+    assert.equal(await b.page.textContent('#backend'), 'cpu-simd128');
+    const err = await b.page.evaluate(async () => {
+      const { pipeline } = await import('/pkg/webert.js');
+      return pipeline('ner', '/models/pii/', { device: 'webgpu' }).then(() => null, (e) => e.message);
+    });
+    assert.match(err, /'webgpu' is not available yet/);
+    await b.page.screenshot({ path: join(ARTIFACTS, 'no-webgpu.png'), fullPage: true });
+  } finally {
+    await b.close();
+  }
+});
+
+test('the page with WebGPU enabled reports the adapter but runs on the CPU', T, async () => {
+  const text = await page.textContent('#webgpu');
+  const available = await page.$eval('#webgpu', (e) => e.dataset.available);
+  console.log(`# --enable-unsafe-webgpu: ${text}`);
+  assert.ok(['true', 'false'].includes(available));
+  assert.equal(await page.textContent('#backend'), 'cpu-simd128');
+});

@@ -277,7 +277,13 @@ pub fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
 }
 
 fn pooling(p: Option<String>) -> Result<Pooling> {
-    p.map_or(Ok(Pooling::Mean), |p| p.parse())
+    p.map_or(Ok(Pooling::Mean), |p| {
+        p.parse().map_err(|_| {
+            Error::Input(format!(
+                "unknown pooling `{p}`; use mean, cls, max or (feature-extraction only) none"
+            ))
+        })
+    })
 }
 
 pub fn info(engine: &Engine) -> String {

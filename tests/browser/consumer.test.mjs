@@ -1,5 +1,5 @@
 // `npm pack` of www/pkg installed into fresh apps, as a user would: a Vite build and a plain ESM
-// page with an import map, both run in headless Chromium; the .d.ts compiled by tsc.
+// page with an import map, both run in headless Chromium, a Node script; the .d.ts compiled by tsc.
 //   node --test tests/browser/consumer.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -46,6 +46,14 @@ test('the packed package holds ESM, types, worker and wasm, with exports', () =>
 
 test('the .d.ts types a consumer program (tsc --noEmit)', T, () => {
   execFileSync(join(BIN, 'tsc'), ['-p', join(app, 'tsconfig.json')], { cwd: app, stdio: 'inherit' });
+});
+
+test('in Node, the installed package runs from its name', T, () => {
+  const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
+  const out = execFileSync('node', ['node-main.mjs', MODELS, c.text], { cwd: app, encoding: 'utf8' });
+  const { entities, backend } = JSON.parse(out);
+  assert.equal(backend, 'cpu-simd128');
+  assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), entitiesU16(c.text, c.pipeline.first).map((e) => [e.entity_group, e.start, e.end]));
 });
 
 async function check(url, what) {

@@ -12,12 +12,18 @@ let generation = 0;
 function startWasm(report) {
   started ??= (async () => {
     report?.({ stage: 'compile', file: 'webert_wasm_bg.wasm', bytes: 0, total: 0 });
-    if (isNode) {
-      const fsName = 'node:fs/promises'; // a variable, so that bundlers leave it alone
-      const fs = await import(/* @vite-ignore */ fsName);
-      await init({ module_or_path: await fs.readFile(new URL('./webert_wasm_bg.wasm', import.meta.url)) });
-    } else {
-      await init();
+    const url = new URL('./webert_wasm_bg.wasm', import.meta.url);
+    try {
+      if (isNode) {
+        const fsName = 'node:fs/promises'; // a variable, so that bundlers leave it alone
+        const fs = await import(/* @vite-ignore */ fsName);
+        await init({ module_or_path: await fs.readFile(url) });
+      } else {
+        await init({ module_or_path: url });
+      }
+    } catch (e) {
+      started = undefined; // let a later pipeline try again
+      throw new Error(`could not start webert's WebAssembly module from ${url.href}: ${e.message}`);
     }
   })();
   return started;
@@ -39,8 +45,9 @@ export class Model {
     const { origin, files } = await gatherFiles(this.source, this.options, report);
     this.options.signal?.throwIfAborted();
     if (typeof this.source !== 'string' && !(this.source instanceof URL)) {
-      // Keep re-readable copies (Blobs may live outside the JS heap) for a reload after a trap.
-      this.source = Object.fromEntries(files.map((f) => [f.name, new Blob([f.bytes])]));
+      // Keep re-readable files for a reload after a trap: the given Files/Blobs, else copies as
+      // Blobs (which may live outside the JS heap) so that the caller's buffers can be freed.
+      this.source = Object.fromEntries(files.map((f) => [f.name, f.blob ?? new Blob([f.bytes])]));
     }
     const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
     report?.({ stage: 'compile', bytes: total, total });

@@ -122,7 +122,7 @@ async function fromEntries(source, opts, progress) {
     else throw new Error(`${name}: expected a File, Blob, ArrayBuffer or typed array`);
     await checkHash(want, bytes, opts.sha256, name);
     progress.update(want, bytes.byteLength, bytes.byteLength);
-    files.push({ name: want, bytes });
+    files.push({ name: want, bytes, blob: data instanceof Blob ? data : undefined });
   }
   const origin = entries[0]?.[1]?.webkitRelativePath?.split('/')[0] || 'local files';
   return { origin, files };

@@ -8,6 +8,7 @@ export type ModelSource =
   | { name: string; data: ArrayBuffer | ArrayBufferView | Blob }[];
 
 export interface LoadProgress {
+  /** `compile`: starting the WebAssembly module, then building the model; `upload`: WebGPU only (later). */
   stage: 'download' | 'compile' | 'upload' | 'ready';
   /** The file being read, when there is one. */
   file?: string;

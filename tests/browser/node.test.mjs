@@ -22,7 +22,7 @@ let server;
 before(async () => {
   pii = await pipeline('token-classification', folderBytes(join(MODELS, 'pii')));
   minilm = await pipeline('feature-extraction', join(MODELS, 'minilm'));
-  server = await serve({ mounts: { '/models/': MODELS } });
+  server = await serve({ mounts: { '/models/': MODELS, '/tiny/': join(ROOT, 'tests/tiny') } });
 });
 after(() => server.close());
 
@@ -159,6 +159,23 @@ test('models load from a URL with progress events, and a sha256 is checked', asy
   assertEntities('via URL', c.text, await p(c.text, { aggregation_strategy: 'first' }), c.pipeline.first);
   p.dispose();
   await assert.rejects(pipeline('ner', url, { sha256: { 'onnx/model_q4.onnx': '00'.repeat(32) } }), /model_q4\.onnx: sha256 mismatch/);
+});
+
+test('sharded safetensors are found through their index; `weights` picks a file', async () => {
+  const g = JSON.parse(readFileSync(join(ROOT, 'tests/tiny/bert-bf16-sharded/golden.json')));
+  const events = [];
+  const tiny = await pipeline('feature-extraction', `${server.url}tiny/bert-bf16-sharded`, { onProgress: (e) => events.push(e.file) });
+  assert.ok(events.includes('model-00001-of-00002.safetensors') && events.includes('model-00002-of-00002.safetensors'));
+  for (const c of g.cases) {
+    for (const input of c.inputs.filter((i) => i.text_pair == null)) {
+      assertClose(c.name, await tiny(input.text, { pooling: 'none' }), input.last_hidden_state, 1e-3);
+    }
+  }
+  tiny.dispose();
+  const q4 = await pipeline('ner', `${server.url}models/pii`, { weights: 'onnx/model_q4.onnx', cache: false });
+  assert.equal(q4.info.labels.length, 35);
+  q4.dispose();
+  await assert.rejects(pipeline('ner', `${server.url}models/pii`, { weights: 'onnx/model_fp16.onnx' }), /model_fp16\.onnx: HTTP 404/);
 });
 
 test('errors are Error objects with clear messages', async () => {

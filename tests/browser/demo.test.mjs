@@ -163,6 +163,84 @@ test('100 overlapping calls from the page all answer correctly; a trap is surviv
   assert.deepEqual(results.after.map((e) => [e.start, e.end]), entitiesU16(cases[0].text, cases[0].pipeline.first).map((e) => [e.start, e.end]));
 });
 
+test('through the worker: progress, Cache API, abort and clear errors', T, async () => {
+  await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+  const r = await page.evaluate(async (sum) => {
+    const { pipeline, clearCache } = await import('/pkg/webert.js');
+    // With a checksum these pipelines differ from the page's own (equal ones share a worker).
+    const sha256 = { 'onnx/model_q4.onnx': sum };
+    const stages = async (opts) => {
+      const ev = [];
+      const p = await pipeline('ner', '/models/pii/', { ...opts, sha256, onProgress: (e) => ev.push(e) });
+      p.dispose();
+      return ev;
+    };
+    await clearCache('/models/pii/');
+    const fresh = await stages({});
+    const cached = await stages({});
+    const message = (promise) => promise.then(() => null, (e) => ({ name: e.name, message: e.message, isError: e instanceof Error }));
+    const ac = new AbortController();
+    const aborted = message(pipeline('ner', '/models/pii/', { signal: ac.signal, cache: false }));
+    setTimeout(() => ac.abort(), 5);
+    return {
+      fresh: fresh.map((e) => [e.stage, !!e.cached]),
+      cached: cached.map((e) => [e.stage, !!e.cached]),
+      freshLast: fresh.filter((e) => e.stage === 'download').at(-1),
+      notFound: await message(pipeline('ner', '/models/nothing/')),
+      network: await message(pipeline('ner', 'http://127.0.0.1:9/m/')),
+      head: await message(pipeline('question-answering', '/models/minilm/')),
+      aborted: await aborted,
+    };
+  }, golden('pii.json').model.onnx_sha256);
+  const runs = (xs) => xs.map((x) => x.join(':')).filter((x, i, a) => x !== a[i - 1]);
+  // A fresh worker first starts the WebAssembly module (compile), then reads the files.
+  assert.deepEqual(runs(r.fresh), ['compile:false', 'download:false', 'compile:false', 'ready:false']);
+  assert.deepEqual(runs(r.cached), ['compile:false', 'download:true', 'compile:false', 'ready:false']);
+  assert.equal(r.freshLast.bytes, r.freshLast.total);
+  assert.match(r.notFound.message, /\/models\/nothing\/config\.json: HTTP 404/);
+  assert.match(r.network.message, /network error fetching http:\/\/127\.0\.0\.1:9\/m\/config\.json/);
+  assert.match(r.head.message, /cannot do question-answering: it is a bert model with a feature-extraction head/);
+  for (const e of [r.notFound, r.network, r.head]) assert.equal(e.isError, true);
+  assert.equal(r.aborted.name, 'AbortError');
+});
+
+test('the page stays responsive while the worker computes', T, async () => {
+  const r = await page.evaluate(async () => {
+    const { pipeline } = await import('/pkg/webert.js');
+    const ner = await pipeline('ner', '/models/pii/');
+    const text = 'John Smith lives at 42 Elm Street, Springfield. '.repeat(40);
+    let worst = 0;
+    let busy = true;
+    const tick = async () => {
+      while (busy) {
+        const t0 = performance.now();
+        await new Promise((ok) => setTimeout(ok, 0));
+        worst = Math.max(worst, performance.now() - t0);
+      }
+    };
+    const ticking = tick();
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: 6 }, () => ner(text, { aggregation_strategy: 'first' })));
+    const total = performance.now() - t0;
+    busy = false;
+    await ticking;
+    return { worst, total };
+  });
+  console.log(`# 6 long NER calls took ${r.total.toFixed(0)} ms; the page's longest pause was ${r.worst.toFixed(1)} ms`);
+  assert.ok(r.total > 200, 'the calls should take a while');
+  assert.ok(r.worst < 100, `the main thread paused ${r.worst} ms`);
+});
+
+test('a bad model URL in the page shows a clear error', T, async () => {
+  await page.click('#tab-qa');
+  await page.fill('#panel-qa .loader input[type=text]', 'models/nothing-here/');
+  await page.click('#panel-qa .loader button');
+  await page.waitForSelector('#error:not([hidden])');
+  assert.match(await page.textContent('#error'), /Could not load models\/nothing-here\/: http:\/\/127\.0\.0\.1:\d+\/models\/nothing-here\/config\.json: HTTP 404/);
+  await page.screenshot({ path: join(ARTIFACTS, 'error-bad-url.png'), fullPage: true });
+  await page.click('#tab-ner');
+});
+
 test('CPU timings in Chromium (MiniLM and PII, 128 tokens)', T, async () => {
   const t = await page.evaluate(async () => {
     const { pipeline } = await import('/pkg/webert.js');

@@ -98,6 +98,40 @@ test('Classification tab: zero-shot ranking and scores equal the golden', T, asy
   await page.screenshot({ path: join(ARTIFACTS, 'tab-classification.png'), fullPage: true });
 });
 
+/** A fine-tuned folder as a user would have it: MiniLM plus a committed seeded head. */
+function headFolder(head, name) {
+  // (Playwright skips symlinks when it reads a folder, so the files are copied.)
+  const dir = mkdtempSync(join(tmpdir(), 'webert-head-'));
+  const folder = join(dir, name);
+  mkdirSync(folder);
+  for (const f of ['model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(MODELS, 'minilm', f), join(folder, f));
+  for (const f of ['config.json', 'head.safetensors']) copyFileSync(join(ROOT, 'tests/heads', head, f), join(folder, f));
+  return { folder, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+test('Classification tab: a classifier the user loads replaces zero-shot', T, async () => {
+  await page.click('#tab-cls');
+  await page.click('#panel-cls summary');
+  const { folder, remove } = headFolder('seqcls', 'my-classifier');
+  try {
+    await page.setInputFiles('#panel-cls input[type=file]', folder);
+    await page.waitForFunction(() => document.querySelector('#panel-cls .model-name').textContent === 'my-classifier', null, { timeout: 120_000 });
+    assert.equal(await page.isVisible('#cls-labels'), false);
+    const c = golden('seqcls.json').cases.find((x) => x.text_pair === null);
+    await page.fill('#cls-text', c.text);
+    await run(page, 'cls');
+    const got = await page.$$eval('#cls-out li', (li) => li.map((l) => [l.dataset.label, Number(l.dataset.score)]));
+    assert.deepEqual(got.map((x) => x[0]), c.pipeline.softmax.map((x) => x.label));
+    got.forEach(([, s], i) => assert.ok(Math.abs(s - c.pipeline.softmax[i].score) < 1e-4));
+    await page.screenshot({ path: join(ARTIFACTS, 'tab-classification-finetuned.png'), fullPage: true });
+    await page.click('#cls-zero-shot');
+    await page.waitForFunction(() => document.querySelector('#panel-cls .model-name').textContent.includes('zero-shot'), null, { timeout: 120_000 });
+    assert.equal(await page.isVisible('#cls-labels'), true);
+  } finally {
+    remove();
+  }
+});
+
 test('Similarity tab: ranking and cosines equal the golden', T, async () => {
   await page.click('#tab-sim');
   const g = golden('minilm.json').similarity;
@@ -115,13 +149,7 @@ test('QA tab: says no checkpoint ships, then answers with a folder the user pick
   assert.match(await page.textContent('#qa-notice'), /No question-answering checkpoint ships with this demo/);
   assert.equal(await page.isDisabled('#qa-run'), true);
   await page.screenshot({ path: join(ARTIFACTS, 'tab-qa-empty.png'), fullPage: true });
-  // A fine-tuned folder as a user would have it: MiniLM plus the seeded QA head.
-  // (Playwright skips symlinks when it reads a folder, so the files are copied.)
-  const dir = mkdtempSync(join(tmpdir(), 'webert-qa-'));
-  const folder = join(dir, 'my-qa-model');
-  mkdirSync(folder);
-  for (const f of ['model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(MODELS, 'minilm', f), join(folder, f));
-  for (const f of ['config.json', 'head.safetensors']) copyFileSync(join(ROOT, 'tests/heads/qa', f), join(folder, f));
+  const { folder, remove } = headFolder('qa', 'my-qa-model');
   try {
     await page.setInputFiles('#panel-qa input[type=file]', folder);
     await page.waitForFunction(() => !document.querySelector('#qa-run').disabled, null, { timeout: 120_000 });
@@ -136,7 +164,7 @@ test('QA tab: says no checkpoint ships, then answers with a folder the user pick
     assert.equal(await page.$eval('#panel-qa .model-name', (e) => e.textContent), 'my-qa-model');
     await page.screenshot({ path: join(ARTIFACTS, 'tab-qa.png'), fullPage: true });
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   }
 });
 

@@ -7,10 +7,24 @@ need_apt=()
 command -v unzip >/dev/null || need_apt+=(unzip)
 # Mesa's lavapipe: a Vulkan adapter on the CPU, so the GPU executor is tested without a GPU.
 [ -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || need_apt+=(mesa-vulkan-drivers libvulkan1)
+command -v node >/dev/null || need_apt+=(nodejs npm)
+# The browser tests drive Debian's Chromium (playwright-core, no downloaded browsers).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  apt-get update -qq && apt-get install -y -qq "${need_apt[@]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
 for t in wasm32-unknown-unknown wasm32-wasip1; do
   rustup target list --installed | grep -q "^$t\$" || rustup target add "$t"
 done
+# The wasm-bindgen CLI must be the version of the wasm-bindgen crate in Cargo.lock.
+want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')
+if [ "$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2)" != "$want" ]; then
+  cargo install wasm-bindgen-cli --version "$want"
+fi
+# Test tooling (playwright-core, vite, typescript, binaryen's wasm-opt), pinned by package-lock.json.
+if ! (cd tests/browser && npm ls --depth=0 >/dev/null 2>&1); then
+  # `npm install`, not `npm ci`: vite lists an optional dependency the registry no longer serves,
+  # which `npm ci` refuses; the lock file still pins every installed version.
+  (cd tests/browser && npm install --no-audit --no-fund)
+fi
 bash scripts/fetch_models.sh

@@ -8,3 +8,4 @@ pub mod model;
 pub mod tasks;
 
 pub use error::{Error, Result};
+pub mod web;

@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+// A small static file server for the demo and the browser tests, on 127.0.0.1 only: the demo
+// (www/) at /, the models at /models/, correct MIME types (application/wasm), and cross-origin
+// isolation headers (for WebAssembly threads later).
+//   node scripts/serve.mjs [--port 8080] [--root www] [--models models]
+import { createServer } from 'node:http';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+  '.md': 'text/plain; charset=utf-8',
+  '.webmanifest': 'application/manifest+json',
+  '.ts': 'text/plain; charset=utf-8',
+};
+
+/** Serves `mounts` ({ '/prefix/': directory }, longest prefix wins); resolves to { url, close }. */
+export function serve({ mounts, port = 0 }) {
+  const table = Object.entries(mounts)
+    .map(([prefix, dir]) => [prefix, resolve(dir)])
+    .sort((a, b) => b[0].length - a[0].length);
+  const server = createServer(async (req, res) => {
+    const headers = {
+      'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Embedder-Policy': 'require-corp',
+      'Cross-Origin-Resource-Policy': 'same-origin',
+      'Cache-Control': 'no-cache',
+    };
+    const fail = (code, msg) => {
+      res.writeHead(code, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end(msg);
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') return fail(405, 'method not allowed');
+    let path;
+    try {
+      path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    } catch {
+      return fail(400, 'bad path');
+    }
+    const mount = table.find(([prefix]) => path.startsWith(prefix) || `${path}/` === prefix);
+    if (!mount) return fail(404, 'not found');
+    const [prefix, dir] = mount;
+    let file = normalize(join(dir, path.slice(prefix.length)));
+    if (file !== dir && !file.startsWith(dir + sep)) return fail(403, 'forbidden');
+    try {
+      let s = await stat(file);
+      if (s.isDirectory()) {
+        if (!path.endsWith('/')) {
+          res.writeHead(301, { ...headers, Location: `${path}/` });
+          return res.end();
+        }
+        file = join(file, 'index.html');
+        s = await stat(file);
+      }
+      const type = TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream';
+      res.writeHead(200, { ...headers, 'Content-Type': type, 'Content-Length': s.size });
+      if (req.method === 'HEAD') return res.end();
+      createReadStream(file).on('error', () => res.destroy()).pipe(res);
+    } catch {
+      fail(404, 'not found');
+    }
+  });
+  return new Promise((ok, err) => {
+    server.once('error', err);
+    server.listen(port, '127.0.0.1', () => {
+      const url = `http://127.0.0.1:${server.address().port}/`;
+      ok({
+        url,
+        close: () => new Promise((done) => {
+          server.closeAllConnections();
+          server.close(done);
+        }),
+      });
+    });
+  });
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const arg = (name, fallback) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1] : fallback;
+  };
+  const root = resolve(fileURLToPath(import.meta.url), '../..');
+  const { url } = await serve({
+    port: Number(arg('port', 8080)),
+    mounts: { '/': arg('root', join(root, 'www')), '/models/': arg('models', join(root, 'models')) },
+  });
+  console.log(`serving on ${url}  (Ctrl-C stops)`);
+}

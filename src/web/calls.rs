@@ -1,0 +1,325 @@
+//! Task requests from JavaScript as JSON, answered as JSON with the Hugging Face pipelines'
+//! field names. Character offsets leave as UTF-16 indices (what `String.prototype.slice` takes);
+//! the engine works in Unicode code points.
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::model::{Architecture, ModelType};
+use crate::tasks::classify::{classify, ClassifyOptions, ScoreFn};
+use crate::tasks::embed::{self, EmbedOptions, Pooling};
+use crate::tasks::fill_mask::fill_mask;
+use crate::tasks::ner::{ner, NerOptions};
+use crate::tasks::qa::{answer, QaOptions};
+use crate::tasks::zero_shot::{zero_shot, ZeroShotOptions};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// `truncation: true` cuts at the model's limit, a number at that many tokens.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum Truncation {
+    On(bool),
+    At(usize),
+}
+
+fn truncation(t: Option<Truncation>) -> Option<usize> {
+    match t? {
+        Truncation::On(true) => Some(usize::MAX),
+        Truncation::On(false) => None,
+        Truncation::At(n) => Some(n),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextPair {
+    text: String,
+    text_pair: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClassifyRequest {
+    inputs: Vec<TextPair>,
+    /// `None` returns every label.
+    top_k: Option<usize>,
+    function_to_apply: Option<String>,
+    truncation: Option<Truncation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NerRequest {
+    texts: Vec<String>,
+    aggregation_strategy: Option<String>,
+    stride: Option<usize>,
+    max_length: Option<usize>,
+    ignore_labels: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QaRequest {
+    question: String,
+    context: String,
+    top_k: Option<usize>,
+    max_seq_len: Option<usize>,
+    doc_stride: Option<usize>,
+    max_question_len: Option<usize>,
+    max_answer_len: Option<usize>,
+    handle_impossible_answer: Option<bool>,
+    align_to_words: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmbedRequest {
+    texts: Vec<String>,
+    /// `mean` (default), `cls`, `max`, or `none` for every token's hidden state.
+    pooling: Option<String>,
+    normalize: Option<bool>,
+    truncation: Option<Truncation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RankRequest {
+    query: String,
+    documents: Vec<String>,
+    pooling: Option<String>,
+    truncation: Option<Truncation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FillMaskRequest {
+    texts: Vec<String>,
+    top_k: Option<usize>,
+    truncation: Option<Truncation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ZeroShotRequest {
+    texts: Vec<String>,
+    candidate_labels: Vec<String>,
+    hypothesis_template: Option<String>,
+    multi_label: Option<bool>,
+}
+
+fn parse<T: DeserializeOwned>(task: &str, json: &str) -> Result<T> {
+    serde_json::from_str(json).map_err(|e| Error::Input(format!("{task} options: {e}")))
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::Input(e.to_string()))
+}
+
+/// `utf16[i]` is the UTF-16 index of code point `i`; one extra entry for the end.
+fn utf16_indices(text: &str) -> Vec<usize> {
+    let mut out = Vec::with_capacity(text.len() + 1);
+    let mut at = 0;
+    for c in text.chars() {
+        out.push(at);
+        at += c.len_utf16();
+    }
+    out.push(at);
+    out
+}
+
+fn to_utf16(map: &[usize], cp: usize) -> usize {
+    map[cp.min(map.len() - 1)]
+}
+
+pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
+    match task {
+        "text-classification" => {
+            let r: ClassifyRequest = parse(task, json)?;
+            let function = match r.function_to_apply.as_deref() {
+                None => ScoreFn::Auto,
+                Some("softmax") => ScoreFn::Softmax,
+                Some("sigmoid") => ScoreFn::Sigmoid,
+                Some("none") => ScoreFn::None,
+                Some(o) => {
+                    return Err(Error::Input(format!(
+                        "unknown function_to_apply `{o}`; use softmax, sigmoid or none"
+                    )))
+                }
+            };
+            let inputs: Vec<(&str, Option<&str>)> = r
+                .inputs
+                .iter()
+                .map(|p| (p.text.as_str(), p.text_pair.as_deref()))
+                .collect();
+            let opts = ClassifyOptions {
+                top_k: r.top_k,
+                function,
+                truncation: truncation(r.truncation),
+            };
+            to_json(&classify(engine, &inputs, opts).await?)
+        }
+        "token-classification" => {
+            let r: NerRequest = parse(task, json)?;
+            let defaults = NerOptions::default();
+            let opts = NerOptions {
+                aggregation: match r.aggregation_strategy {
+                    Some(a) => a.parse()?,
+                    None => defaults.aggregation,
+                },
+                stride: r.stride.unwrap_or(defaults.stride),
+                max_len: r.max_length,
+                ignore_labels: r.ignore_labels.unwrap_or(defaults.ignore_labels),
+            };
+            let mut out = Vec::with_capacity(r.texts.len());
+            for text in &r.texts {
+                let map = utf16_indices(text);
+                let mut entities = ner(engine, text, &opts).await?;
+                for e in &mut entities {
+                    (e.start, e.end) = (to_utf16(&map, e.start), to_utf16(&map, e.end));
+                }
+                out.push(entities);
+            }
+            to_json(&out)
+        }
+        "question-answering" => {
+            let r: QaRequest = parse(task, json)?;
+            let d = QaOptions::default();
+            let opts = QaOptions {
+                top_k: r.top_k.unwrap_or(d.top_k),
+                max_seq_len: r.max_seq_len,
+                doc_stride: r.doc_stride,
+                max_question_len: r.max_question_len.unwrap_or(d.max_question_len),
+                max_answer_len: r.max_answer_len.unwrap_or(d.max_answer_len),
+                handle_impossible_answer: r
+                    .handle_impossible_answer
+                    .unwrap_or(d.handle_impossible_answer),
+                align_to_words: r.align_to_words.unwrap_or(d.align_to_words),
+            };
+            let map = utf16_indices(&r.context);
+            let mut answers = answer(engine, &r.question, &r.context, &opts).await?;
+            for a in &mut answers {
+                (a.start, a.end) = (to_utf16(&map, a.start), to_utf16(&map, a.end));
+            }
+            to_json(&answers)
+        }
+        "feature-extraction" => {
+            let r: EmbedRequest = parse(task, json)?;
+            let trunc = truncation(r.truncation);
+            if r.pooling.as_deref() == Some("none") {
+                let inputs: Vec<(&str, Option<&str>)> =
+                    r.texts.iter().map(|t| (t.as_str(), None)).collect();
+                let mut states = embed::hidden_states(engine, &inputs, trunc).await?;
+                if r.normalize == Some(true) {
+                    states
+                        .iter_mut()
+                        .flatten()
+                        .for_each(|v| embed::l2_normalize(v));
+                }
+                return to_json(&states);
+            }
+            let opts = EmbedOptions {
+                pooling: pooling(r.pooling)?,
+                normalize: r.normalize.unwrap_or(false),
+                truncation: trunc,
+            };
+            let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();
+            to_json(&embed::embed(engine, &texts, opts).await?)
+        }
+        "rank" => {
+            #[derive(Serialize)]
+            struct Ranked {
+                corpus_id: usize,
+                score: f32,
+            }
+            let r: RankRequest = parse("similarity", json)?;
+            let opts = EmbedOptions {
+                pooling: pooling(r.pooling)?,
+                normalize: true,
+                truncation: truncation(r.truncation),
+            };
+            let docs: Vec<&str> = r.documents.iter().map(String::as_str).collect();
+            let ranked = embed::rank(engine, &r.query, &docs, opts).await?;
+            let out: Vec<Ranked> = ranked
+                .into_iter()
+                .map(|(corpus_id, score)| Ranked { corpus_id, score })
+                .collect();
+            to_json(&out)
+        }
+        "fill-mask" => {
+            let r: FillMaskRequest = parse(task, json)?;
+            let mut out = Vec::with_capacity(r.texts.len());
+            for t in &r.texts {
+                out.push(
+                    fill_mask(engine, t, r.top_k.unwrap_or(5), truncation(r.truncation)).await?,
+                );
+            }
+            to_json(&out)
+        }
+        "zero-shot-classification" => {
+            let r: ZeroShotRequest = parse(task, json)?;
+            let d = ZeroShotOptions::default();
+            let opts = ZeroShotOptions {
+                hypothesis_template: r.hypothesis_template.unwrap_or(d.hypothesis_template),
+                multi_label: r.multi_label.unwrap_or(d.multi_label),
+            };
+            let labels: Vec<&str> = r.candidate_labels.iter().map(String::as_str).collect();
+            let mut out = Vec::with_capacity(r.texts.len());
+            for t in &r.texts {
+                out.push(zero_shot(engine, t, &labels, &opts).await?);
+            }
+            to_json(&out)
+        }
+        other => Err(Error::Input(format!(
+            "unknown task `{other}`; supported: text-classification, token-classification, \
+             question-answering, feature-extraction, fill-mask, zero-shot-classification"
+        ))),
+    }
+}
+
+fn pooling(p: Option<String>) -> Result<Pooling> {
+    p.map_or(Ok(Pooling::Mean), |p| {
+        p.parse().map_err(|_| {
+            Error::Input(format!(
+                "unknown pooling `{p}`; use mean, cls, max or (feature-extraction only) none"
+            ))
+        })
+    })
+}
+
+pub fn info(engine: &Engine) -> String {
+    let c = &engine.config;
+    let model_type = match c.model_type {
+        ModelType::Bert => "bert",
+        ModelType::DistilBert => "distilbert",
+        ModelType::Roberta => "roberta",
+        ModelType::XlmRoberta => "xlm-roberta",
+        ModelType::Electra => "electra",
+    };
+    let task = match c.architecture {
+        Architecture::Base => "feature-extraction",
+        Architecture::SequenceClassification => "text-classification",
+        Architecture::TokenClassification => "token-classification",
+        Architecture::QuestionAnswering => "question-answering",
+        Architecture::MaskedLm => "fill-mask",
+    };
+    serde_json::json!({
+        "backend": engine.backend(),
+        "model_type": model_type,
+        "task": task,
+        "labels": c.id2label,
+        "max_length": engine.max_len(),
+        "hidden_size": c.hidden_size,
+        "num_layers": c.num_layers,
+        "mask_token": engine.tokenizer.mask_token,
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utf16_indices_count_surrogate_pairs() {
+        let map = super::utf16_indices("a😀e\u{301}b");
+        assert_eq!(map, vec![0, 1, 3, 4, 5, 6]);
+    }
+}

@@ -1,0 +1,91 @@
+// `npm pack` of www/pkg installed into fresh apps, as a user would: a Vite build and a plain ESM
+// page with an import map, both run in headless Chromium, a Node script; the .d.ts compiled by tsc.
+//   node --test tests/browser/consumer.test.mjs      (after scripts/build_web.sh)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MODELS, PKG, ROOT, golden, entitiesU16, requireModels } from './golden.mjs';
+import { launch } from './browser.mjs';
+import { serve } from '../../scripts/serve.mjs';
+
+requireModels();
+const HERE = join(ROOT, 'tests/browser');
+const BIN = join(HERE, 'node_modules/.bin');
+const T = { timeout: 180_000 };
+let dir;
+let app;
+let browser;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'webert-consumer-'));
+  execFileSync('npm', ['pack', PKG, '--pack-destination', dir, '--silent'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'));
+  app = join(dir, 'app');
+  cpSync(join(HERE, 'consumer'), app, { recursive: true });
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module', dependencies: { webert: `file:../${tarball}` } }));
+  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--silent'], { cwd: app, stdio: 'inherit' });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('the packed package holds ESM, types, worker and wasm, with exports', () => {
+  const pkg = join(app, 'node_modules/webert');
+  const files = readdirSync(pkg).sort();
+  for (const f of ['package.json', 'README.md', 'webert.js', 'webert.d.ts', 'worker.js', 'core.js', 'files.js', 'webert_wasm.js', 'webert_wasm_bg.wasm']) {
+    assert.ok(files.includes(f), `${f} missing from the package: ${files}`);
+  }
+  assert.deepEqual(Object.keys(JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").exports)'], { cwd: pkg }))), ['.', './webert_wasm_bg.wasm', './package.json']);
+});
+
+test('the .d.ts types a consumer program (tsc --noEmit)', T, () => {
+  execFileSync(join(BIN, 'tsc'), ['-p', join(app, 'tsconfig.json')], { cwd: app, stdio: 'inherit' });
+});
+
+test('in Node, the installed package runs from its name', T, () => {
+  const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
+  const out = execFileSync('node', ['node-main.mjs', MODELS, c.text], { cwd: app, encoding: 'utf8' });
+  const { entities, backend } = JSON.parse(out);
+  assert.equal(backend, 'cpu-simd128');
+  assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), entitiesU16(c.text, c.pipeline.first).map((e) => [e.entity_group, e.start, e.end]));
+});
+
+async function check(url, what) {
+  const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
+  const { page } = browser;
+  await page.goto(`${url}?text=${encodeURIComponent(c.text)}`);
+  await page.waitForFunction(() => { const o = document.querySelector('#out'); return o.dataset.result || o.dataset.error; }, null, { timeout: 120_000 });
+  const error = await page.$eval('#out', (o) => o.dataset.error ?? null);
+  assert.equal(error, null, `${what}: ${error}`);
+  const { entities, backend } = JSON.parse(await page.$eval('#out', (o) => o.dataset.result));
+  assert.equal(backend, 'cpu-simd128');
+  const want = entitiesU16(c.text, c.pipeline.first);
+  assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), want.map((e) => [e.entity_group, e.start, e.end]), what);
+}
+
+test('a fresh Vite app builds with the package and runs it in Chromium', T, async () => {
+  execFileSync(join(BIN, 'vite'), ['build', '--logLevel', 'warn'], { cwd: app, stdio: 'inherit' });
+  const assets = readdirSync(join(app, 'dist/assets'));
+  assert.ok(assets.some((f) => f.endsWith('.wasm')), `no .wasm in the Vite build: ${assets}`);
+  const server = await serve({ mounts: { '/': join(app, 'dist'), '/models/': MODELS } });
+  try {
+    await check(server.url, 'vite build');
+  } finally {
+    await server.close();
+  }
+});
+
+test('a plain ESM page (import map, no bundler) runs the package in Chromium', T, async () => {
+  const server = await serve({ mounts: { '/': app, '/models/': MODELS } });
+  try {
+    await check(`${server.url}plain.html`, 'plain ESM');
+  } finally {
+    await server.close();
+  }
+});

@@ -1,0 +1,20 @@
+// Compiled with `tsc --noEmit` against the packed package's webert.d.ts.
+import { pipeline, type Entity, type LabelScore, type Ranked } from 'webert';
+
+const ner = await pipeline('token-classification', '/models/pii/', { onProgress: (p) => p.stage, device: 'auto' });
+const one = await ner('text', { aggregation_strategy: 'first' });
+const first: Entity | undefined = one[0];
+const many = await ner(['a', 'b']);
+const nested: Entity[][] = many;
+const backend: string = one.backend;
+const ms: number = many.ms;
+const zs = await pipeline('zero-shot-classification', '/models/minilm/');
+const labels: LabelScore[] = await zs('text', ['a', 'b'], { multi_label: true });
+const embed = await pipeline('feature-extraction', new URL('https://example.org/m/'));
+const vec: number[] = await embed('x', { normalize: true });
+const states: number[][] = await embed('x', { pooling: 'none' });
+const ranked: Ranked[] = await embed.rank('q', ['d']);
+const qa = await pipeline('question-answering', { 'config.json': new ArrayBuffer(0) });
+const [answer] = await qa('q?', 'context', { top_k: 1 });
+const start: number = answer.start;
+export { first, nested, many, backend, ms, labels, vec, states, ranked, start };

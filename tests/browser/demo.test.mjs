@@ -1,0 +1,363 @@
+// The demo page in headless Chromium (Debian's, driven by playwright-core): each tab against the
+// committed goldens, a user-supplied QA folder through the folder picker, 100 overlapping calls,
+// recovery from a trapped instance, offline after the first visit, a browser without WebGPU,
+// phone width and keyboard use. Screenshots go to target/browser-artifacts/.
+//   node --test tests/browser/demo.test.mjs      (after scripts/build_web.sh)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MODELS, ROOT, golden, u16, entitiesU16, requireModels } from './golden.mjs';
+import { launch } from './browser.mjs';
+import { serve } from '../../scripts/serve.mjs';
+
+requireModels();
+const ARTIFACTS = join(ROOT, 'target/browser-artifacts');
+mkdirSync(ARTIFACTS, { recursive: true });
+const WWW = join(ROOT, 'www');
+const T = { timeout: 180_000 };
+
+let server;
+let browser;
+let page;
+
+before(async () => {
+  server = await serve({ mounts: { '/': WWW, '/models/': MODELS } });
+  browser = await launch();
+  page = browser.page;
+  await page.goto(server.url);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** Clicks a tab's run button and waits until that run has finished. */
+async function run(p, tab) {
+  const before = await p.$eval(`#panel-${tab}`, (e) => Number(e.dataset.runs ?? 0));
+  await p.click(`#${tab}-run`);
+  await p.waitForFunction(([t, n]) => Number(document.querySelector(`#panel-${t}`).dataset.runs ?? 0) > n, [tab, before], { timeout: 120_000 });
+  const error = await p.$eval('#error', (e) => (e.hidden ? null : e.textContent));
+  assert.equal(error, null, `the page showed an error running ${tab}`);
+}
+
+const marks = (p) => p.$$eval('#ner-out mark', (ms) => ms.map((m) => ({
+  label: m.dataset.label, start: Number(m.dataset.start), end: Number(m.dataset.end), score: Number(m.dataset.score), text: m.textContent,
+})));
+
+test('PII tab: highlighted entities and spans equal the golden pipeline output', T, async () => {
+  await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+  for (const strategy of ['first', 'simple', 'none']) {
+    await page.selectOption('#ner-agg', strategy);
+    for (const c of golden('pii.json').cases) {
+      await page.fill('#ner-text', c.text);
+      await run(page, 'ner');
+      const got = await marks(page);
+      const want = entitiesU16(c.text, c.pipeline[strategy]);
+      const what = `${c.name}/${strategy}`;
+      assert.deepEqual(got.map((m) => [m.label, m.start, m.end]), want.map((e) => [e.entity_group ?? e.entity, e.start, e.end]), what);
+      got.forEach((m, i) => {
+        assert.equal(m.text, c.text.slice(m.start, m.end), what);
+        assert.ok(Math.abs(m.score - want[i].score) < 1e-4, `${what}: score`);
+      });
+      // The page shows the whole text, entities in place.
+      assert.equal(await page.$eval('#ner-out', (e) => e.textContent), c.text, what);
+    }
+  }
+  const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
+  await page.selectOption('#ner-agg', 'first');
+  await page.fill('#ner-text', c.text);
+  await run(page, 'ner');
+  assert.match(await page.textContent('#ner-ms'), /ms \(engine [\d.]+ ms, cpu-simd128\)/);
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-ner.png'), fullPage: true });
+  await page.check('#ner-redact');
+  const redacted = await page.$eval('#ner-out', (e) => e.textContent);
+  for (const e of c.pipeline.first) assert.ok(redacted.includes(`[${e.entity_group}]`));
+  assert.ok(!redacted.includes('Müller'));
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-ner-redacted.png'), fullPage: true });
+  await page.uncheck('#ner-redact');
+});
+
+test('Classification tab: zero-shot ranking and scores equal the golden', T, async () => {
+  await page.click('#tab-cls');
+  const g = golden('minilm.json').zero_shot;
+  for (const c of g.cases) {
+    await page.fill('#cls-text', c.sequence);
+    await page.fill('#cls-labels', c.candidate_labels.join(', '));
+    for (const [key, multi] of [['single_label', false], ['multi_label', true]]) {
+      await page.setChecked('#cls-multi', multi);
+      await run(page, 'cls');
+      const got = await page.$$eval('#cls-out li', (li) => li.map((l) => [l.dataset.label, Number(l.dataset.score)]));
+      assert.deepEqual(got.map((x) => x[0]), c[key].labels, key);
+      got.forEach(([, s], i) => assert.ok(Math.abs(s - c[key].scores[i]) < 1e-4, key));
+    }
+  }
+  await page.setChecked('#cls-multi', false);
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-classification.png'), fullPage: true });
+});
+
+/** A fine-tuned folder as a user would have it: MiniLM plus a committed seeded head. */
+function headFolder(head, name) {
+  // (Playwright skips symlinks when it reads a folder, so the files are copied.)
+  const dir = mkdtempSync(join(tmpdir(), 'webert-head-'));
+  const folder = join(dir, name);
+  mkdirSync(folder);
+  for (const f of ['model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(MODELS, 'minilm', f), join(folder, f));
+  for (const f of ['config.json', 'head.safetensors']) copyFileSync(join(ROOT, 'tests/heads', head, f), join(folder, f));
+  return { folder, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+test('Classification tab: a classifier the user loads replaces zero-shot', T, async () => {
+  await page.click('#tab-cls');
+  await page.click('#panel-cls summary');
+  const { folder, remove } = headFolder('seqcls', 'my-classifier');
+  try {
+    await page.setInputFiles('#panel-cls input[type=file]', folder);
+    await page.waitForFunction(() => document.querySelector('#panel-cls .model-name').textContent === 'my-classifier', null, { timeout: 120_000 });
+    assert.equal(await page.isVisible('#cls-labels'), false);
+    const c = golden('seqcls.json').cases.find((x) => x.text_pair === null);
+    await page.fill('#cls-text', c.text);
+    await run(page, 'cls');
+    const got = await page.$$eval('#cls-out li', (li) => li.map((l) => [l.dataset.label, Number(l.dataset.score)]));
+    assert.deepEqual(got.map((x) => x[0]), c.pipeline.softmax.map((x) => x.label));
+    got.forEach(([, s], i) => assert.ok(Math.abs(s - c.pipeline.softmax[i].score) < 1e-4));
+    await page.screenshot({ path: join(ARTIFACTS, 'tab-classification-finetuned.png'), fullPage: true });
+    await page.click('#cls-zero-shot');
+    await page.waitForFunction(() => document.querySelector('#panel-cls .model-name').textContent.includes('zero-shot'), null, { timeout: 120_000 });
+    assert.equal(await page.isVisible('#cls-labels'), true);
+  } finally {
+    remove();
+  }
+});
+
+test('Similarity tab: ranking and cosines equal the golden', T, async () => {
+  await page.click('#tab-sim');
+  const g = golden('minilm.json').similarity;
+  await page.fill('#sim-query', g.query);
+  await page.fill('#sim-docs', g.candidates.join('\n'));
+  await run(page, 'sim');
+  const got = await page.$$eval('#sim-out li', (li) => li.map((l) => [Number(l.dataset.index), Number(l.dataset.score)]));
+  assert.deepEqual(got.map((x) => x[0]), g.ranking);
+  got.forEach(([i, s]) => assert.ok(Math.abs(s - g.cosine[i]) < 1e-4));
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-similarity.png'), fullPage: true });
+});
+
+test('QA tab: says no checkpoint ships, then answers with a folder the user picks', T, async () => {
+  await page.click('#tab-qa');
+  assert.match(await page.textContent('#qa-notice'), /No question-answering checkpoint ships with this demo/);
+  assert.equal(await page.isDisabled('#qa-run'), true);
+  await page.screenshot({ path: join(ARTIFACTS, 'tab-qa-empty.png'), fullPage: true });
+  const { folder, remove } = headFolder('qa', 'my-qa-model');
+  try {
+    await page.setInputFiles('#panel-qa input[type=file]', folder);
+    await page.waitForFunction(() => !document.querySelector('#qa-run').disabled, null, { timeout: 120_000 });
+    const c = golden('qa.json').cases.find((x) => x.name === 'unicode');
+    await page.fill('#qa-question', c.question);
+    await page.fill('#qa-context', c.context);
+    await run(page, 'qa');
+    const best = await page.$eval('#qa-out mark', (m) => ({ text: m.textContent, start: Number(m.dataset.start), end: Number(m.dataset.end) }));
+    const want = c.answers[0];
+    assert.equal(best.text, want.answer);
+    assert.deepEqual([best.start, best.end], [u16(c.context, want.start), u16(c.context, want.end)]);
+    assert.equal(await page.$eval('#panel-qa .model-name', (e) => e.textContent), 'my-qa-model');
+    await page.screenshot({ path: join(ARTIFACTS, 'tab-qa.png'), fullPage: true });
+  } finally {
+    remove();
+  }
+});
+
+test('100 overlapping calls from the page all answer correctly; a trap is survived', T, async () => {
+  const cases = golden('pii.json').cases;
+  const results = await page.evaluate(async (texts) => {
+    const { pipeline } = await import('/pkg/webert.js');
+    const ner = await pipeline('ner', '/models/pii/');
+    const calls = Array.from({ length: 100 }, (_, i) => ner(texts[i % texts.length], { aggregation_strategy: 'first' }));
+    const all = await Promise.all(calls);
+    let trap = null;
+    await ner.debugTrap().catch((e) => (trap = e.message));
+    const after = await ner(texts[0], { aggregation_strategy: 'first' });
+    return { all, trap, after };
+  }, cases.map((c) => c.text));
+  assert.equal(results.all.length, 100);
+  results.all.forEach((got, i) => {
+    const c = cases[i % cases.length];
+    const want = entitiesU16(c.text, c.pipeline.first);
+    assert.deepEqual(got.map((e) => [e.entity_group, e.word, e.start, e.end]), want.map((e) => [e.entity_group, e.word, e.start, e.end]), `call ${i}`);
+    got.forEach((e, j) => assert.ok(Math.abs(e.score - want[j].score) < 1e-4, `call ${i}`));
+  });
+  assert.match(results.trap, /instance was restarted/);
+  assert.deepEqual(results.after.map((e) => [e.start, e.end]), entitiesU16(cases[0].text, cases[0].pipeline.first).map((e) => [e.start, e.end]));
+});
+
+test('through the worker: progress, Cache API, abort and clear errors', T, async () => {
+  await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+  const r = await page.evaluate(async (sum) => {
+    const { pipeline, clearCache } = await import('/pkg/webert.js');
+    // With a checksum these pipelines differ from the page's own (equal ones share a worker).
+    const sha256 = { 'onnx/model_q4.onnx': sum };
+    const stages = async (opts) => {
+      const ev = [];
+      const p = await pipeline('ner', '/models/pii/', { ...opts, sha256, onProgress: (e) => ev.push(e) });
+      p.dispose();
+      return ev;
+    };
+    await clearCache('/models/pii/');
+    const fresh = await stages({});
+    const cached = await stages({});
+    const message = (promise) => promise.then(() => null, (e) => ({ name: e.name, message: e.message, isError: e instanceof Error }));
+    const ac = new AbortController();
+    const aborted = message(pipeline('ner', '/models/pii/', { signal: ac.signal, cache: false }));
+    setTimeout(() => ac.abort(), 5);
+    return {
+      fresh: fresh.map((e) => [e.stage, !!e.cached]),
+      cached: cached.map((e) => [e.stage, !!e.cached]),
+      freshLast: fresh.filter((e) => e.stage === 'download').at(-1),
+      notFound: await message(pipeline('ner', '/models/nothing/')),
+      network: await message(pipeline('ner', 'http://127.0.0.1:9/m/')),
+      head: await message(pipeline('question-answering', '/models/minilm/')),
+      aborted: await aborted,
+    };
+  }, golden('pii.json').model.onnx_sha256);
+  const runs = (xs) => xs.map((x) => x.join(':')).filter((x, i, a) => x !== a[i - 1]);
+  // A fresh worker first starts the WebAssembly module (compile), then reads the files.
+  assert.deepEqual(runs(r.fresh), ['compile:false', 'download:false', 'compile:false', 'ready:false']);
+  assert.deepEqual(runs(r.cached), ['compile:false', 'download:true', 'compile:false', 'ready:false']);
+  assert.equal(r.freshLast.bytes, r.freshLast.total);
+  assert.match(r.notFound.message, /\/models\/nothing\/config\.json: HTTP 404/);
+  assert.match(r.network.message, /network error fetching http:\/\/127\.0\.0\.1:9\/m\/config\.json/);
+  assert.match(r.head.message, /cannot do question-answering: it is a bert model with a feature-extraction head/);
+  for (const e of [r.notFound, r.network, r.head]) assert.equal(e.isError, true);
+  assert.equal(r.aborted.name, 'AbortError');
+});
+
+test('the page stays responsive while the worker computes', T, async () => {
+  const r = await page.evaluate(async () => {
+    const { pipeline } = await import('/pkg/webert.js');
+    const ner = await pipeline('ner', '/models/pii/');
+    const text = 'John Smith lives at 42 Elm Street, Springfield. '.repeat(40);
+    let worst = 0;
+    let busy = true;
+    const tick = async () => {
+      while (busy) {
+        const t0 = performance.now();
+        await new Promise((ok) => setTimeout(ok, 0));
+        worst = Math.max(worst, performance.now() - t0);
+      }
+    };
+    const ticking = tick();
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: 6 }, () => ner(text, { aggregation_strategy: 'first' })));
+    const total = performance.now() - t0;
+    busy = false;
+    await ticking;
+    return { worst, total };
+  });
+  console.log(`# 6 long NER calls took ${r.total.toFixed(0)} ms; the page's longest pause was ${r.worst.toFixed(1)} ms`);
+  assert.ok(r.total > 200, 'the calls should take a while');
+  assert.ok(r.worst < 100, `the main thread paused ${r.worst} ms`);
+});
+
+test('a bad model URL in the page shows a clear error', T, async () => {
+  await page.click('#tab-qa');
+  await page.fill('#panel-qa .loader input[type=text]', 'models/nothing-here/');
+  await page.click('#panel-qa .loader button');
+  await page.waitForSelector('#error:not([hidden])');
+  assert.match(await page.textContent('#error'), /Could not load models\/nothing-here\/: http:\/\/127\.0\.0\.1:\d+\/models\/nothing-here\/config\.json: HTTP 404/);
+  await page.screenshot({ path: join(ARTIFACTS, 'error-bad-url.png'), fullPage: true });
+  await page.click('#tab-ner');
+});
+
+test('CPU timings in Chromium (MiniLM and PII, 128 tokens)', T, async () => {
+  const t = await page.evaluate(async () => {
+    const { pipeline } = await import('/pkg/webert.js');
+    const text = Array.from({ length: 126 }, (_, i) => ['the', 'cat', 'sat', 'on', 'a', 'mat'][i % 6]).join(' ');
+    const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
+    const out = {};
+    for (const [name, task, url] of [['minilm', 'feature-extraction', '/models/minilm/'], ['pii', 'ner', '/models/pii/']]) {
+      const t0 = performance.now();
+      const p = await pipeline(task, url, { cache: true });
+      const load = performance.now() - t0;
+      const ms = [];
+      for (let i = 0; i < 13; i++) ms.push((await p(text)).ms);
+      out[name] = { load_ms: Math.round(load), median_ms: +median(ms.slice(3)).toFixed(1) };
+    }
+    return out;
+  });
+  console.log(`# Chromium CPU (simd128, 1 thread), batch 1 x 128 tokens: ${JSON.stringify(t)}`);
+  assert.ok(t.minilm.median_ms > 0 && t.minilm.median_ms < 5000);
+});
+
+test('keyboard: arrow keys move between tabs; phone width screenshots', T, async () => {
+  await page.focus('#tab-qa');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.getAttribute('#tab-sim', 'aria-selected'), 'true');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'tab-sim');
+  await page.keyboard.press('Home');
+  assert.equal(await page.getAttribute('#tab-ner', 'aria-selected'), 'true');
+  assert.equal(await page.isVisible('#panel-ner'), true);
+  assert.equal(await page.isVisible('#panel-sim'), false);
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const tab of ['ner', 'cls', 'qa', 'sim']) {
+    await page.click(`#tab-${tab}`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${tab}: the page is ${overflow}px wider than a phone`);
+    await page.screenshot({ path: join(ARTIFACTS, `phone-${tab}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1100, height: 900 });
+  assert.deepEqual(browser.logs.filter((l) => l.startsWith('[pageerror]')), []);
+});
+
+test('works offline after the first visit (service worker + Cache API)', T, async () => {
+  const own = await serve({ mounts: { '/': WWW, '/models/': MODELS } });
+  const b = await launch();
+  try {
+    await b.page.goto(own.url);
+    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+    await b.page.evaluate(() => navigator.serviceWorker.ready);
+    await own.close(); // nothing answers on that port any more
+    await b.page.reload();
+    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+    const c = golden('pii.json').cases[0];
+    await b.page.fill('#ner-text', c.text);
+    await run(b.page, 'ner');
+    const got = await marks(b.page);
+    assert.deepEqual(got.map((m) => [m.label, m.start, m.end]), entitiesU16(c.text, c.pipeline.first).map((e) => [e.entity_group, e.start, e.end]));
+    await b.page.screenshot({ path: join(ARTIFACTS, 'offline-ner.png'), fullPage: true });
+  } finally {
+    await b.close();
+    await own.close();
+  }
+});
+
+test('without WebGPU the page says so and runs on the CPU', T, async () => {
+  const b = await launch({ webgpu: false });
+  try {
+    await b.page.goto(server.url);
+    await b.page.waitForFunction(() => document.querySelector('#webgpu').dataset.available !== undefined);
+    assert.equal(await b.page.$eval('#webgpu', (e) => e.dataset.available), 'false');
+    assert.match(await b.page.textContent('#webgpu'), /not available/);
+    const c = golden('pii.json').cases[0];
+    await b.page.fill('#ner-text', c.text);
+    await run(b.page, 'ner');
+    assert.equal((await marks(b.page)).length, c.pipeline.first.length);
+    assert.equal(await b.page.textContent('#backend'), 'cpu-simd128');
+    const err = await b.page.evaluate(async () => {
+      const { pipeline } = await import('/pkg/webert.js');
+      return pipeline('ner', '/models/pii/', { device: 'webgpu' }).then(() => null, (e) => e.message);
+    });
+    assert.match(err, /'webgpu' is not available yet/);
+    await b.page.screenshot({ path: join(ARTIFACTS, 'no-webgpu.png'), fullPage: true });
+  } finally {
+    await b.close();
+  }
+});
+
+test('the page with WebGPU enabled reports the adapter but runs on the CPU', T, async () => {
+  const text = await page.textContent('#webgpu');
+  const available = await page.$eval('#webgpu', (e) => e.dataset.available);
+  console.log(`# --enable-unsafe-webgpu: ${text}`);
+  assert.ok(['true', 'false'].includes(available));
+  assert.equal(await page.textContent('#backend'), 'cpu-simd128');
+});

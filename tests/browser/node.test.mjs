@@ -1,0 +1,229 @@
+// The built npm package (www/pkg) in Node: models handed over as bytes (as a browser does) or
+// as a folder path, every task against the committed goldens, offsets as UTF-16 indices, and
+// errors that arrive as Error objects with a clear message.
+//   node --test tests/browser/node.test.mjs      (after scripts/build_web.sh)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import {
+  MODELS, PKG, ROOT, golden, u16, assertEntities, assertLabelScores, assertClose, folderBytes, withHead, requireModels,
+} from './golden.mjs';
+import { serve } from '../../scripts/serve.mjs';
+
+const { pipeline } = await import(join(PKG, 'webert.js'));
+requireModels();
+
+const STRATEGIES = ['none', 'simple', 'first', 'average', 'max'];
+let pii;
+let minilm;
+let server;
+
+before(async () => {
+  pii = await pipeline('token-classification', folderBytes(join(MODELS, 'pii')));
+  minilm = await pipeline('feature-extraction', join(MODELS, 'minilm'));
+  server = await serve({ mounts: { '/models/': MODELS, '/tiny/': join(ROOT, 'tests/tiny') } });
+});
+after(() => server.close());
+
+test('loaded models say what runs them', () => {
+  assert.equal(pii.backend, 'cpu-simd128');
+  assert.equal(pii.info.task, 'token-classification');
+  assert.equal(pii.info.labels.length, 35);
+  assert.equal(minilm.info.hidden_size, 384);
+});
+
+test('PII: every golden case and aggregation strategy, UTF-16 offsets', async () => {
+  for (const c of golden('pii.json').cases) {
+    for (const s of STRATEGIES) {
+      const got = await pii(c.text, { aggregation_strategy: s });
+      assertEntities(`${c.name}/${s}`, c.text, got, c.pipeline[s]);
+      for (const e of got) {
+        if (s !== 'none') assert.ok(c.text.slice(e.start, e.end).length > 0);
+      }
+    }
+  }
+});
+
+test('PII: a long text is windowed with a stride and merged', async () => {
+  const g = golden('pii.json').long;
+  for (const s of STRATEGIES.slice(1)) {
+    const got = await pii(g.text, { aggregation_strategy: s, stride: g.stride, max_length: g.model_max_length });
+    assertEntities(`long/${s}`, g.text, got, g.pipeline[s]);
+  }
+});
+
+test('PII: emoji and combining accents before an entity; text.slice gives the entity', async () => {
+  const text = '🤗👩‍👩‍👧 re\u0301sume\u0301 🇨🇭: my name is John Smith, mail john.smith@example.com';
+  const got = await pii(text, { aggregation_strategy: 'first' });
+  const names = got.filter((e) => e.entity_group === 'GIVEN_NAME' || e.entity_group === 'SURNAME');
+  assert.deepEqual(names.map((e) => text.slice(e.start, e.end)), ['John', 'Smith']);
+  assert.ok(got.some((e) => e.entity_group === 'EMAIL' && text.slice(e.start, e.end) === 'john'));
+  // The unicode golden case has emoji and accents before its entities; check the slices there too.
+  const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
+  const cpSlice = (t, a, b) => [...t].slice(a, b).join('');
+  const want = c.pipeline.first.map((e) => cpSlice(c.text, e.start, e.end));
+  const mine = (await pii(c.text, { aggregation_strategy: 'first' })).map((e) => c.text.slice(e.start, e.end));
+  assert.deepEqual(mine, want);
+  assert.ok(want.some((w) => /[üë]/.test(w)));
+});
+
+test('batched input gives one result per text; results carry backend and timings', async () => {
+  const cases = golden('pii.json').cases;
+  const got = await pii(cases.map((c) => c.text), { aggregation_strategy: 'simple' });
+  assert.equal(got.length, cases.length);
+  got.forEach((r, i) => assertEntities(cases[i].name, cases[i].text, r, cases[i].pipeline.simple));
+  assert.equal(got.backend, 'cpu-simd128');
+  assert.ok(got.ms >= 0 && got.wall_ms >= got.ms);
+  assert.deepEqual(Object.keys(got), cases.map((_, i) => String(i)), 'meta stays out of enumeration');
+});
+
+test('MiniLM: embeddings, token states, similarity ranking and zero-shot match PyTorch', async () => {
+  const g = golden('minilm.json');
+  for (const c of g.cases.filter((x) => x.text_pair === null && x.truncation_max_length === null)) {
+    assertClose(`${c.name} mean_l2`, await minilm(c.text, { normalize: true }), c.pooled.mean_l2, 1e-4);
+    assertClose(`${c.name} cls`, await minilm(c.text, { pooling: 'cls' }), c.pooled.cls, 1e-4);
+    if (c.last_hidden_state) assertClose(`${c.name} states`, await minilm(c.text, { pooling: 'none' }), c.last_hidden_state, 1e-4);
+  }
+  const batch = await minilm(g.batch.texts, { normalize: true });
+  assertClose('padded batch', batch, g.batch.pooled.mean_l2, 1e-4);
+
+  const ranked = await minilm.rank(g.similarity.query, g.similarity.candidates);
+  assert.deepEqual(ranked.map((r) => r.corpus_id), g.similarity.ranking);
+  ranked.forEach((r) => assert.ok(Math.abs(r.score - g.similarity.cosine[r.corpus_id]) < 1e-4));
+  assert.equal(ranked[0].text, g.similarity.candidates[g.similarity.ranking[0]]);
+
+  const zs = await pipeline('zero-shot-classification', join(MODELS, 'minilm'));
+  for (const c of g.zero_shot.cases) {
+    const single = await zs(c.sequence, c.candidate_labels, { hypothesis_template: g.zero_shot.hypothesis_template });
+    assertLabelScores('single', single, c.single_label.labels.map((label, i) => ({ label, score: c.single_label.scores[i] })));
+    const multi = await zs(c.sequence, c.candidate_labels.join(', '), { multi_label: true });
+    assertLabelScores('multi', multi, c.multi_label.labels.map((label, i) => ({ label, score: c.multi_label.scores[i] })));
+  }
+});
+
+test('text classification (seeded head): softmax, sigmoid, pairs, top_k', async () => {
+  const g = golden('seqcls.json');
+  const clf = await pipeline('text-classification', withHead('seqcls'));
+  for (const c of g.cases) {
+    const input = c.text_pair === null ? c.text : { text: c.text, text_pair: c.text_pair };
+    assertLabelScores('softmax', await clf(input, { top_k: null }), c.pipeline.softmax);
+    assertLabelScores('sigmoid', await clf(input, { top_k: null, function_to_apply: 'sigmoid' }), c.pipeline.sigmoid);
+    assertLabelScores('top 1', await clf(input), c.pipeline.softmax.slice(0, 1));
+  }
+  clf.dispose();
+});
+
+test('question answering (seeded head): every golden case, UTF-16 offsets', async () => {
+  const qa = await pipeline('question-answering', withHead('qa'));
+  for (const c of golden('qa.json').cases) {
+    const got = await qa(c.question, c.context, c.params);
+    assert.equal(got.length, c.answers.length, c.name);
+    got.forEach((a, i) => {
+      const w = c.answers[i];
+      assert.equal(a.answer, w.answer, c.name);
+      assert.deepEqual([a.start, a.end], [u16(c.context, w.start), u16(c.context, w.end)], c.name);
+      assert.equal(c.context.slice(a.start, a.end), w.answer, c.name);
+      assert.ok(Math.abs(a.score - w.score) < 1e-4, c.name);
+    });
+  }
+  const [first] = await qa({ question: 'What is the capital of France?', context: 'Paris is the capital of France.' });
+  assert.equal(typeof first.answer, 'string');
+});
+
+test('fill-mask: top-5 tokens per mask', async () => {
+  const fill = await pipeline('fill-mask', join(MODELS, 'splade-tiny'));
+  for (const c of golden('splade.json').fill_mask.cases) {
+    const got = await fill(c.text, { top_k: c.top_k });
+    assert.equal(got.length, c.predictions.length);
+    got.forEach((preds, m) => {
+      assert.deepEqual(preds.map((p) => p.token_str), c.predictions[m].map((p) => p.token_str));
+      assert.deepEqual(preds.map((p) => p.sequence), c.predictions[m].map((p) => p.sequence));
+      preds.forEach((p, i) => assert.ok(Math.abs(p.score - c.predictions[m][i].score) < 1e-4));
+    });
+  }
+  fill.dispose();
+});
+
+test('models load from a URL with progress events, and a sha256 is checked', async () => {
+  const events = [];
+  const url = `${server.url}models/pii/`;
+  const sum = golden('pii.json').model.onnx_sha256;
+  const p = await pipeline('ner', url, { onProgress: (e) => events.push(e), sha256: { 'onnx/model_q4.onnx': sum } });
+  const stages = [...new Set(events.map((e) => e.stage))];
+  assert.deepEqual(stages, ['download', 'compile', 'ready']);
+  const last = events.filter((e) => e.stage === 'download').at(-1);
+  assert.equal(last.bytes, last.total);
+  assert.ok(last.bytes > 10e6);
+  const c = golden('pii.json').cases[0];
+  assertEntities('via URL', c.text, await p(c.text, { aggregation_strategy: 'first' }), c.pipeline.first);
+  p.dispose();
+  await assert.rejects(pipeline('ner', url, { sha256: { 'onnx/model_q4.onnx': '00'.repeat(32) } }), /model_q4\.onnx: sha256 mismatch/);
+});
+
+test('sharded safetensors are found through their index; `weights` picks a file', async () => {
+  const g = JSON.parse(readFileSync(join(ROOT, 'tests/tiny/bert-bf16-sharded/golden.json')));
+  const events = [];
+  const tiny = await pipeline('feature-extraction', `${server.url}tiny/bert-bf16-sharded`, { onProgress: (e) => events.push(e.file) });
+  assert.ok(events.includes('model-00001-of-00002.safetensors') && events.includes('model-00002-of-00002.safetensors'));
+  for (const c of g.cases) {
+    for (const input of c.inputs.filter((i) => i.text_pair == null)) {
+      assertClose(c.name, await tiny(input.text, { pooling: 'none' }), input.last_hidden_state, 1e-3);
+    }
+  }
+  tiny.dispose();
+  const q4 = await pipeline('ner', `${server.url}models/pii`, { weights: 'onnx/model_q4.onnx', cache: false });
+  assert.equal(q4.info.labels.length, 35);
+  q4.dispose();
+  await assert.rejects(pipeline('ner', `${server.url}models/pii`, { weights: 'onnx/model_fp16.onnx' }), /model_fp16\.onnx: HTTP 404/);
+});
+
+test('errors are Error objects with clear messages', async () => {
+  const bad = (what, promise, re) => assert.rejects(promise, (e) => {
+    assert.ok(e instanceof Error, what);
+    assert.match(e.message, re, what);
+    return true;
+  });
+  const files = folderBytes(join(MODELS, 'pii'));
+  const { 'config.json': _c, ...noConfig } = files;
+  await bad('no config', pipeline('ner', noConfig), /no config\.json/);
+  const { 'onnx/model_q4.onnx': _w, ...noWeights } = files;
+  await bad('no weights', pipeline('ner', noWeights), /no weights/);
+  const gpt = JSON.stringify({ ...JSON.parse(readFileSync(join(MODELS, 'pii/config.json'))), model_type: 'gpt2', architectures: ['GPT2LMHeadModel'] });
+  await bad('architecture', pipeline('ner', { ...files, 'config.json': new TextEncoder().encode(gpt) }), /unsupported model_type `gpt2`/);
+  await bad('corrupt weights', pipeline('ner', { ...files, 'onnx/model_q4.onnx': new Uint8Array(1000).fill(7) }), /model_q4\.onnx/);
+  await bad('network', pipeline('ner', 'http://127.0.0.1:9/models/pii/'), /network error fetching http:\/\/127\.0\.0\.1:9\/models\/pii\/config\.json/);
+  await bad('404', pipeline('ner', `${server.url}models/nothing-here/`), /nothing-here\/config\.json: HTTP 404/);
+  await bad('missing dir', pipeline('ner', join(ROOT, 'no-such-model')), /no such folder/);
+  await bad('wrong head', pipeline('text-classification', files), /cannot do text-classification: it is a bert model with a token-classification head/);
+  await bad('webgpu', pipeline('ner', files, { device: 'webgpu' }), /'webgpu' is not available yet/);
+  await bad('task', pipeline('summarization', files), /unknown task "summarization"/);
+  await bad('option', pii('hi', { agregation_strategy: 'first' }), /unknown field `agregation_strategy`/);
+  await bad('strategy', pii('hi', { aggregation_strategy: 'best' }), /unknown aggregation `best`/);
+  await bad('not text', pii(42), /text must be a string/);
+  const long = 'word '.repeat(600);
+  await bad('too long', minilm(long), /input is \d+ tokens; the model takes at most 512/);
+  assert.equal((await minilm(long, { truncation: true })).length, 384);
+  const ac = new AbortController();
+  const loading = pipeline('ner', `${server.url}models/pii/`, { signal: ac.signal, cache: false });
+  ac.abort();
+  await assert.rejects(loading, (e) => e.name === 'AbortError');
+});
+
+test('hostile texts never kill the module', async () => {
+  const texts = ['', ' ', '\u0000\u0001\u200b', '\ud800 lone surrogate \udfff', '🤗'.repeat(3000), 'a'.repeat(20000), '\u0301'.repeat(50), 'x\r\n\t'.repeat(200)];
+  for (const t of texts) {
+    const got = await pii(t, { aggregation_strategy: 'first' });
+    for (const e of got) assert.ok(e.start <= e.end && e.end <= t.length);
+  }
+  const c = golden('pii.json').cases[0];
+  assertEntities('after hostile texts', c.text, await pii(c.text), c.pipeline.none);
+});
+
+test('a trapped WebAssembly instance is replaced and the model reloaded', async () => {
+  await assert.rejects(pii.debugTrap(), /internal error \(panicked at .*debugTrap called\); the WebAssembly instance was restarted/s);
+  const c = golden('pii.json').cases[0];
+  assertEntities('after a trap', c.text, await pii(c.text, { aggregation_strategy: 'first' }), c.pipeline.first);
+  const ranked = await minilm.rank('bread', ['sourdough loaves', 'stock market']);
+  assert.equal(ranked[0].corpus_id, 0);
+});

@@ -1,0 +1,216 @@
+/** A Hugging Face model folder: its URL, picked files, or file name → bytes (a directory path in Node). */
+export type ModelSource =
+  | string
+  | URL
+  | FileList
+  | File[]
+  | Record<string, ArrayBuffer | ArrayBufferView | Blob>
+  | { name: string; data: ArrayBuffer | ArrayBufferView | Blob }[];
+
+export interface LoadProgress {
+  /** `compile`: starting the WebAssembly module, then building the model; `upload`: WebGPU only (later). */
+  stage: 'download' | 'compile' | 'upload' | 'ready';
+  /** The file being read, when there is one. */
+  file?: string;
+  /** Bytes read so far over all files, and their total as far as known. */
+  bytes: number;
+  total: number;
+  /** The file came from the Cache API, not the network. */
+  cached?: boolean;
+}
+
+export interface PipelineOptions {
+  /** `'auto'` and `'cpu'` run on WebAssembly SIMD; `'webgpu'` is not available yet (throws). */
+  device?: 'auto' | 'cpu' | 'webgpu';
+  /** Run in a module Web Worker (default in browsers) or in the calling thread (Node: always). */
+  worker?: boolean;
+  onProgress?: (p: LoadProgress) => void;
+  /** Same as `onProgress` (transformers.js name). */
+  progress_callback?: (p: LoadProgress) => void;
+  /** Cancels loading; the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Expected sha256 (hex) per file path, e.g. `{ 'onnx/model_q4.onnx': '9f27…' }`; checked before use. */
+  sha256?: Record<string, string>;
+  /** Weight file to use instead of the preferred one, e.g. `'onnx/model_q4.onnx'`. */
+  weights?: string;
+  /** Keep downloaded files in the Cache API and read them from there (default true). */
+  cache?: boolean;
+}
+
+/** Attached (non-enumerable) to every result. */
+export interface ResultMeta {
+  /** What ran, e.g. `cpu-simd128`. */
+  readonly backend: string;
+  /** Milliseconds the engine computed. */
+  readonly ms: number;
+  /** Milliseconds from the call to the answer, queueing and messaging included. */
+  readonly wall_ms: number;
+}
+export type WithMeta<T> = T & ResultMeta;
+
+export interface ModelInfo {
+  backend: string;
+  model_type: 'bert' | 'distilbert' | 'roberta' | 'xlm-roberta' | 'electra';
+  /** The task the checkpoint's head does (`feature-extraction` for a bare encoder). */
+  task: string;
+  labels: string[];
+  max_length: number;
+  hidden_size: number;
+  num_layers: number;
+  mask_token: string | null;
+}
+
+interface PipelineBase {
+  readonly task: string;
+  readonly device: 'cpu';
+  readonly backend: string;
+  readonly info: ModelInfo;
+  /** Stops the worker (when no other pipeline shares the model) and frees the model. */
+  dispose(): void;
+  /** Makes the WebAssembly instance panic, to test recovery; the next call reloads the model. */
+  debugTrap(): Promise<void>;
+}
+
+/** `true` cuts at the model's limit, a number at that many tokens; otherwise long inputs are an error. */
+export type Truncation = boolean | number;
+
+export interface LabelScore {
+  label: string;
+  score: number;
+}
+
+export interface TextClassificationOptions {
+  /** Labels to return, best first (default 1); `null` returns all. */
+  top_k?: number | null;
+  /** Default: sigmoid for multi-label or single-logit heads, softmax otherwise. */
+  function_to_apply?: 'softmax' | 'sigmoid' | 'none';
+  truncation?: Truncation;
+}
+export type TextInput = string | { text: string; text_pair?: string | null };
+export interface TextClassificationPipeline extends PipelineBase {
+  (input: TextInput, options?: TextClassificationOptions): Promise<WithMeta<LabelScore[]>>;
+  (input: TextInput[], options?: TextClassificationOptions): Promise<WithMeta<LabelScore[][]>>;
+}
+
+export interface TokenClassificationOptions {
+  /** As the HF pipeline; default `'none'` (one entry per token). */
+  aggregation_strategy?: 'none' | 'simple' | 'first' | 'average' | 'max';
+  /** Tokens shared by consecutive windows of a text longer than the model takes (default 16). */
+  stride?: number;
+  /** Window length in tokens (default: the model's maximum). */
+  max_length?: number;
+  /** Default `['O']`. */
+  ignore_labels?: string[];
+}
+export interface Entity {
+  /** With `aggregation_strategy: 'none'`. */
+  entity?: string;
+  /** With any other strategy. */
+  entity_group?: string;
+  score: number;
+  /** Token index (with `'none'`). */
+  index?: number;
+  word: string;
+  /** UTF-16 offsets: `text.slice(start, end)` is the entity. */
+  start: number;
+  end: number;
+}
+export interface TokenClassificationPipeline extends PipelineBase {
+  (text: string, options?: TokenClassificationOptions): Promise<WithMeta<Entity[]>>;
+  (texts: string[], options?: TokenClassificationOptions): Promise<WithMeta<Entity[][]>>;
+}
+
+export interface QuestionAnsweringOptions {
+  top_k?: number;
+  /** Window length (default min(model max, 384)). */
+  max_seq_len?: number;
+  /** Default min(max_seq_len / 2, 128). */
+  doc_stride?: number;
+  max_question_len?: number;
+  /** Default 15 tokens. */
+  max_answer_len?: number;
+  handle_impossible_answer?: boolean;
+  align_to_words?: boolean;
+}
+export interface Answer {
+  score: number;
+  /** UTF-16 offsets into the context. */
+  start: number;
+  end: number;
+  answer: string;
+}
+export interface QuestionAnsweringPipeline extends PipelineBase {
+  /** Answers best first (`top_k` of them, default 1). */
+  (question: string, context: string, options?: QuestionAnsweringOptions): Promise<WithMeta<Answer[]>>;
+  (input: { question: string; context: string }, options?: QuestionAnsweringOptions): Promise<WithMeta<Answer[]>>;
+}
+
+export interface FeatureExtractionOptions {
+  /** Default `'mean'`; `'none'` returns every token's hidden state. */
+  pooling?: 'mean' | 'cls' | 'max' | 'none';
+  /** L2-normalise each vector (default false). */
+  normalize?: boolean;
+  truncation?: Truncation;
+}
+export interface Ranked {
+  corpus_id: number;
+  /** Cosine similarity to the query. */
+  score: number;
+  text: string;
+}
+export interface FeatureExtractionPipeline extends PipelineBase {
+  (text: string, options?: FeatureExtractionOptions & { pooling?: 'mean' | 'cls' | 'max' }): Promise<WithMeta<number[]>>;
+  (texts: string[], options?: FeatureExtractionOptions & { pooling?: 'mean' | 'cls' | 'max' }): Promise<WithMeta<number[][]>>;
+  (text: string, options: FeatureExtractionOptions & { pooling: 'none' }): Promise<WithMeta<number[][]>>;
+  (texts: string[], options: FeatureExtractionOptions & { pooling: 'none' }): Promise<WithMeta<number[][][]>>;
+  /** Documents by cosine similarity to the query, best first. */
+  rank(query: string, documents: string[], options?: { pooling?: 'mean' | 'cls' | 'max'; truncation?: Truncation }): Promise<WithMeta<Ranked[]>>;
+}
+
+export interface FillMaskOptions {
+  /** Default 5. */
+  top_k?: number;
+  truncation?: Truncation;
+}
+export interface Prediction {
+  score: number;
+  token: number;
+  token_str: string;
+  sequence: string;
+}
+export interface FillMaskPipeline extends PipelineBase {
+  /** One list of predictions per mask token, in text order. */
+  (text: string, options?: FillMaskOptions): Promise<WithMeta<Prediction[][]>>;
+  (texts: string[], options?: FillMaskOptions): Promise<WithMeta<Prediction[][][]>>;
+}
+
+export interface ZeroShotOptions {
+  /** Default `'This example is {}.'`. */
+  hypothesis_template?: string;
+  /** Independent sigmoid scores instead of a softmax over the labels. */
+  multi_label?: boolean;
+}
+export interface ZeroShotPipeline extends PipelineBase {
+  /** Labels best first; scores are softmax(20·cos) of sentence embeddings (or sigmoid with multi_label). */
+  (text: string, labels: string[] | string, options?: ZeroShotOptions): Promise<WithMeta<LabelScore[]>>;
+  (texts: string[], labels: string[] | string, options?: ZeroShotOptions): Promise<WithMeta<LabelScore[][]>>;
+}
+
+export interface PipelineByTask {
+  'text-classification': TextClassificationPipeline;
+  'sentiment-analysis': TextClassificationPipeline;
+  'token-classification': TokenClassificationPipeline;
+  ner: TokenClassificationPipeline;
+  'question-answering': QuestionAnsweringPipeline;
+  'feature-extraction': FeatureExtractionPipeline;
+  'fill-mask': FillMaskPipeline;
+  'zero-shot-classification': ZeroShotPipeline;
+}
+
+export function pipeline<T extends keyof PipelineByTask>(task: T, model: ModelSource, options?: PipelineOptions): Promise<PipelineByTask[T]>;
+
+/** Whether the browser exposes a WebGPU adapter (the WebGPU backend itself is not available yet). */
+export function webgpuAvailable(): Promise<boolean>;
+
+/** Deletes cached model files under `base` (a folder URL), or all of them. */
+export function clearCache(base?: string): Promise<void>;

@@ -1,0 +1,31 @@
+// Keeps the demo working offline: the page, its code and the .wasm are answered from the network
+// when it is there and from this cache when not. Model files are cached by the webert package
+// itself (Cache API), so /models/ is left alone here.
+const CACHE = 'webert-demo-v1';
+const SHELL = [
+  './', 'index.html', 'app.js', 'style.css',
+  'pkg/webert.js', 'pkg/core.js', 'pkg/files.js', 'pkg/worker.js', 'pkg/webert_wasm.js', 'pkg/webert_wasm_bg.wasm',
+];
+
+self.addEventListener('install', (e) => {
+  e.waitUntil(caches.open(CACHE).then((c) => c.addAll(SHELL)).then(() => self.skipWaiting()));
+});
+
+self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));
+
+self.addEventListener('fetch', (e) => {
+  const url = new URL(e.request.url);
+  if (e.request.method !== 'GET' || url.origin !== location.origin || url.pathname.includes('/models/')) return;
+  e.respondWith((async () => {
+    const cache = await caches.open(CACHE);
+    try {
+      const res = await fetch(e.request);
+      if (res.ok) await cache.put(e.request, res.clone());
+      return res;
+    } catch (err) {
+      const hit = await cache.match(e.request, { ignoreSearch: true });
+      if (hit) return hit;
+      throw err;
+    }
+  })());
+});

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# webert vs transformers.js in headless Chromium (out of CI: neither setup.sh nor test.sh runs this).
+# Needs: www/pkg (scripts/build_web.sh), models/pii, models/minilm, and models/bench/minilm.onnx
+# (an f32 ONNX export of MiniLM, scripts/export_minilm_onnx.py; transformers.js cannot read
+# safetensors). Installs tests/bench's own npm deps (transformers.js + playwright-core) from its
+# package-lock.json, with ONNXRUNTIME_NODE_INSTALL=skip and no install scripts (no network at run time).
+#   bash scripts/bench_browser.sh [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu] [--serve]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f www/pkg/webert.js ] || bash scripts/build_web.sh
+for f in models/pii/onnx/model_q4.onnx models/minilm/tokenizer.json models/bench/minilm.onnx; do
+  [ -f "$f" ] || { echo "missing $f (scripts/fetch_models.sh; models/bench/minilm.onnx: scripts/export_minilm_onnx.py)" >&2; exit 1; }
+done
+# transformers.js wants <model>/onnx/model.onnx next to the config and tokenizer.
+t=models/bench/tjs-minilm
+mkdir -p "$t/onnx"
+[ "$t/onnx/model.onnx" -nt models/bench/minilm.onnx ] || cp models/bench/minilm.onnx "$t/onnx/model.onnx"
+cp models/minilm/config.json models/minilm/tokenizer.json models/minilm/tokenizer_config.json "$t/"
+if [ ! -d tests/bench/node_modules/@huggingface/transformers ] || [ tests/bench/package-lock.json -nt tests/bench/node_modules ]; then
+  (cd tests/bench && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --ignore-scripts)
+fi
+exec node tests/bench/run.mjs "$@"

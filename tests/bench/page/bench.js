@@ -1,0 +1,130 @@
+// Benchmark page: webert (www/pkg, served at /pkg/) and transformers.js (served at /tjs/, its
+// onnxruntime-web wasm at /ort/) load the same model folder from /models/ and run the same text.
+// Everything is local: env.allowRemoteModels = false and local wasmPaths. The result is left in
+// window.__bench (read by tests/bench/run.mjs) and printed on the page.
+import { pipeline as webertPipeline } from '/pkg/webert.js';
+import { env, pipeline as tjsPipeline } from '/tjs/transformers.js';
+
+const q = new URLSearchParams(location.search);
+const threads = Number(q.get('threads') ?? 1);
+const runs = Number(q.get('runs') ?? 20);
+const warmup = Number(q.get('warmup') ?? 3);
+const device = q.get('device') ?? 'wasm';
+const wanted = (q.get('models') ?? 'minilm,pii').split(',');
+const tokenTargets = (q.get('tokens') ?? '15,128').split(',').map(Number);
+const out = document.getElementById('out');
+const log = (s) => { out.textContent += `\n${s}`; console.log(s); };
+
+env.allowRemoteModels = false;
+env.allowLocalModels = true;
+env.localModelPath = '/models/';
+env.useBrowserCache = false;
+env.backends.onnx.wasm.wasmPaths = {
+  mjs: new URL('/ort/ort-wasm-simd-threaded.asyncify.mjs', location.href).href,
+  wasm: new URL('/ort/ort-wasm-simd-threaded.asyncify.wasm', location.href).href,
+};
+env.backends.onnx.wasm.numThreads = threads;
+
+const MODELS = {
+  minilm: {
+    task: 'feature-extraction', webert: '/models/minilm/', tjs: 'bench/tjs-minilm', dtype: 'fp32',
+    label: 'MiniLM f32',
+  },
+  pii: { task: 'token-classification', webert: '/models/pii/', tjs: 'pii', dtype: 'q4', label: 'PII q4' },
+};
+
+// PII-rich English; prefixes of it (padded with " .") give exactly N tokens for each tokenizer.
+const BASE = ('Hi, my name is John Smith and I live at 42 Elm Street, Springfield. You can email me at ' +
+  'john.smith@example.com or call +1 415 555 0132 after six. My colleague Maria Garcia ' +
+  '(maria.garcia@acme.org) handles billing; her account number is 12345678 and the routing number ' +
+  'is 021000021. Please send the signed contract to our office at 100 Main Street before Friday, ' +
+  'and copy our lawyer Peter Brown on it. Our website is https://acme.example.org and the tax ID is ' +
+  '12-3456789. The passport of our new hire, Anna Lee, expires next year, so remind her in March. ').repeat(3);
+
+function textWithTokens(tokenizer, n) {
+  const count = (t) => tokenizer(t).input_ids.dims.at(-1);
+  const words = BASE.split(' ');
+  let lo = 1, hi = words.length; // largest prefix with count <= n
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (count(words.slice(0, mid).join(' ')) <= n) lo = mid; else hi = mid - 1;
+  }
+  let text = words.slice(0, lo).join(' ');
+  while (count(text) < n) text += ' .';
+  return { text, tokens: count(text) };
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+
+async function time(fn) {
+  for (let i = 0; i < warmup; i++) await fn();
+  const ms = [];
+  let last;
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    last = await fn();
+    ms.push(performance.now() - t0);
+  }
+  return { median: median(ms), min: Math.min(...ms), ms, last };
+}
+
+function cosine(a, b) {
+  let d = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) { d += a[i] * b[i]; na += a[i] * a[i]; nb += b[i] * b[i]; }
+  return d / Math.sqrt(na * nb);
+}
+
+function compare(key, w, t) {
+  if (key === 'minilm') {
+    const cos = cosine(w, Array.from(t.data));
+    return { agree: cos > 0.9999, detail: `cosine ${cos.toFixed(6)}` };
+  }
+  // Token classification, aggregation 'none' on both sides: same tokens with the same labels.
+  const ws = w.map((e) => `${e.index}:${e.entity}`), ts = t.map((e) => `${e.index}:${e.entity}`);
+  const same = ws.length === ts.length && ws.every((s, i) => s === ts[i]);
+  let maxd = 0;
+  if (same) for (let i = 0; i < w.length; i++) maxd = Math.max(maxd, Math.abs(w[i].score - t[i].score));
+  const diff = same ? '' : ` webert-only [${ws.filter((s) => !ts.includes(s)).join(' ')}] tjs-only [${ts.filter((s) => !ws.includes(s)).join(' ')}]`;
+  return { agree: same, detail: `${ws.length}/${ts.length} labelled tokens, max |score diff| ${same ? maxd.toFixed(4) : '-'}${diff}` };
+}
+
+async function main() {
+  const res = {
+    threads, device, runs, warmup, crossOriginIsolated: self.crossOriginIsolated,
+    hardwareConcurrency: navigator.hardwareConcurrency, userAgent: navigator.userAgent, rows: [],
+  };
+  log(`crossOriginIsolated=${self.crossOriginIsolated} threads=${threads} device=${device} runs=${runs} warmup=${warmup}`);
+  for (const key of wanted) {
+    const m = MODELS[key];
+    let t0 = performance.now();
+    const w = device === 'wasm' ? await webertPipeline(m.task, m.webert, { cache: false }) : null;
+    const wLoad = performance.now() - t0;
+    t0 = performance.now();
+    const t = await tjsPipeline(m.task, m.tjs, { dtype: m.dtype, device });
+    const tLoad = performance.now() - t0;
+    log(`${m.label}: loaded webert ${w ? `${wLoad.toFixed(0)} ms (${w.backend})` : 'n/a'}, transformers.js ${tLoad.toFixed(0)} ms`);
+    for (const n of tokenTargets) {
+      const { text, tokens } = textWithTokens(t.tokenizer, n);
+      const opts = key === 'minilm' ? { pooling: 'mean', normalize: false } : {};
+      const wopts = key === 'minilm' ? { pooling: 'mean', normalize: false } : { aggregation_strategy: 'none' };
+      const wr = w ? await time(() => w(text, wopts)) : null;
+      const tr = await time(() => t(text, opts));
+      const cmp = wr ? compare(key, wr.last, tr.last) : { agree: null, detail: 'webert has no WebGPU in the browser yet' };
+      const row = {
+        model: m.label, key, tokens, threads, device,
+        webert_ms: wr?.median ?? null, webert_engine_ms: wr?.last.ms ?? null, tjs_ms: tr.median,
+        ratio: wr ? tr.median / wr.median : null, agree: cmp.agree, detail: cmp.detail,
+        webert_runs: wr?.ms, tjs_runs: tr.ms,
+      };
+      res.rows.push(row);
+      log(`  ${tokens} tokens: webert ${row.webert_ms?.toFixed(1) ?? '-'} ms, transformers.js ${tr.median.toFixed(1)} ms, ` +
+        `ratio ${row.ratio?.toFixed(2) ?? '-'}, agree ${cmp.agree} (${cmp.detail})`);
+    }
+    w?.dispose();
+    await t.dispose?.();
+  }
+  log('done');
+  return res;
+}
+
+window.__bench = main().catch((e) => { log(`ERROR ${e.stack ?? e}`); return { error: String(e.stack ?? e) }; });

@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// webert vs transformers.js in the same headless Chromium (Debian's /usr/bin/chromium driven by
+// playwright-core, launched as tests/browser/browser.mjs does). Serves on 127.0.0.1 only, with the
+// COOP/COEP headers of scripts/serve.mjs (so 2 ORT threads are possible):
+//   /          tests/bench/page/  (the benchmark page)
+//   /pkg/      www/pkg/           (webert, from scripts/build_web.sh)
+//   /tjs/      @huggingface/transformers/dist/   /ort/  onnxruntime-web/dist/  (no CDN)
+//   /models/   models/            (models/pii, models/minilm, models/bench/tjs-minilm)
+// Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
+//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu] [--serve]
+import { chromium } from 'playwright-core';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve } from '../../scripts/serve.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '../..');
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+};
+const flag = (name) => process.argv.includes(`--${name}`);
+const runs = Number(arg('runs', 20));
+const warmup = Number(arg('warmup', 3));
+const threadList = arg('threads', '1,2').split(',').map(Number);
+
+const mounts = {
+  '/': join(here, 'page'),
+  '/pkg/': process.env.WEBERT_PKG ?? join(root, 'www/pkg'),
+  '/tjs/': join(here, 'node_modules/@huggingface/transformers/dist'),
+  '/ort/': join(here, 'node_modules/onnxruntime-web/dist'),
+  '/models/': join(root, 'models'),
+};
+const server = await serve({ mounts, port: Number(arg('port', flag('serve') ? 8081 : 0)) });
+if (flag('serve')) {
+  console.log(`benchmark page on ${server.url}?threads=1  (Ctrl-C stops)`);
+} else {
+  try {
+    await main();
+  } finally {
+    await server.close();
+  }
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'webert-bench-chromium-'));
+  const context = await chromium.launchPersistentContext(dir, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    ignoreDefaultArgs: ['--headless'],
+    args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage', '--enable-unsafe-webgpu'],
+    viewport: { width: 1100, height: 900 },
+  });
+  const results = [];
+  try {
+    const configs = threadList.map((threads) => ({ threads, device: 'wasm' }));
+    if (flag('webgpu')) configs.push({ threads: 1, device: 'webgpu' });
+    for (const { threads, device } of configs) {
+      const page = await context.newPage();
+      page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.error(`  [${m.type()}] ${m.text()}`); });
+      page.on('pageerror', (e) => console.error(`  [pageerror] ${e.message}`));
+      page.on('requestfailed', (r) => console.error(`  [requestfailed] ${r.url()}`));
+      // Anything not on 127.0.0.1 is a bug (the point is: all local).
+      await page.route((url) => url.hostname !== '127.0.0.1', (r) => {
+        console.error(`  [blocked non-local request] ${r.request().url()}`);
+        return r.abort();
+      });
+      const url = `${server.url}?threads=${threads}&runs=${runs}&warmup=${warmup}&device=${device}`;
+      console.error(`> ${url}`);
+      await page.goto(url);
+      const res = await page.evaluate(() => window.__bench);
+      await page.close();
+      if (res.error) throw new Error(`page failed: ${res.error}`);
+      if (threads > 1 && !res.crossOriginIsolated) {
+        console.error(`page not cross-origin isolated: ${threads} threads not possible, row dropped`);
+        continue;
+      }
+      results.push(res);
+    }
+  } finally {
+    await context.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  print(results);
+  const outDir = join(root, 'target/bench-browser');
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'results.json'), JSON.stringify(results, null, 1));
+  console.log(`\n(raw per-run times in ${join(outDir, 'results.json')})`);
+}
+
+function print(results) {
+  const first = results[0];
+  if (!first) return;
+  console.log(`\n${first.userAgent}\ncrossOriginIsolated=${first.crossOriginIsolated} ` +
+    `hardwareConcurrency=${first.hardwareConcurrency}; median of ${first.runs} runs after ${first.warmup} warm-up; ` +
+    'wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread');
+  const head = ['model', 'device', 'tokens', 'threads', 'webert ms', 'transformers.js ms', 'ratio tjs/webert', 'agree'];
+  const rows = [];
+  for (const r of results) for (const row of r.rows) {
+    rows.push([row.model, row.device, String(row.tokens),
+      row.threads > 1 && row.webert_ms != null ? `${row.threads} (webert: 1)` : String(row.threads),
+      row.webert_ms == null ? 'n/a' : row.webert_ms.toFixed(1), row.tjs_ms.toFixed(1),
+      row.ratio == null ? 'n/a' : `${row.ratio.toFixed(2)}x`,
+      row.agree == null ? 'n/a' : row.agree ? 'yes' : 'NO']);
+  }
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join(' | ');
+  console.log(line(head));
+  console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
+  for (const r of rows) console.log(line(r));
+  console.log('\nagreement:');
+  for (const r of results) for (const row of r.rows) console.log(`  ${row.model} ${row.tokens} tok, ${row.device} ${row.threads}T: ${row.detail}`);
+  console.log('\nwebert has no WebAssembly threads: its run in a 2-thread page is still one thread (measured again there, not copied).' +
+    '\nratio > 1: webert is that many times faster.');
+}

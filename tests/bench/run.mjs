@@ -95,23 +95,25 @@ function print(results) {
   if (!first) return;
   console.log(`\n${first.userAgent}\ncrossOriginIsolated=${first.crossOriginIsolated} ` +
     `hardwareConcurrency=${first.hardwareConcurrency}; median of ${first.runs} runs after ${first.warmup} warm-up; ` +
-    'wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread');
-  const head = ['model', 'device', 'tokens', 'threads', 'webert ms', 'transformers.js ms', 'ratio tjs/webert', 'agree'];
+    'webert and transformers.js calls alternate; wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread');
+  const head = ['model', 'device', 'tokens', 'threads', 'webert ms', 'transformers.js ms', 'ratio tjs/webert', 'min webert', 'min tjs', 'agree'];
   const rows = [];
   for (const r of results) for (const row of r.rows) {
     rows.push([row.model, row.device, String(row.tokens),
       row.threads > 1 && row.webert_ms != null ? `${row.threads} (webert: 1)` : String(row.threads),
       row.webert_ms == null ? 'n/a' : row.webert_ms.toFixed(1), row.tjs_ms.toFixed(1),
       row.ratio == null ? 'n/a' : `${row.ratio.toFixed(2)}x`,
-      row.agree == null ? 'n/a' : row.agree ? 'yes' : 'NO']);
+      row.webert_runs ? Math.min(...row.webert_runs).toFixed(1) : 'n/a', Math.min(...row.tjs_runs).toFixed(1),
+      row.agree ? 'yes' : 'NO']);
   }
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join(' | ');
   console.log(line(head));
   console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
   for (const r of rows) console.log(line(r));
+  for (const r of results) if (r.adapter) console.log(`WebGPU adapter (${r.device} rows): ${r.adapter}`);
   console.log('\nagreement:');
   for (const r of results) for (const row of r.rows) console.log(`  ${row.model} ${row.tokens} tok, ${row.device} ${row.threads}T: ${row.detail}`);
   console.log('\nwebert has no WebAssembly threads: its run in a 2-thread page is still one thread (measured again there, not copied).' +
-    '\nratio > 1: webert is that many times faster.');
+    '\nratio (of medians) > 1: webert is that many times faster. min: fastest single run (less sensitive to other load).');
 }

@@ -81,12 +81,7 @@ impl Engine {
     ) -> Result<Engine> {
         let (config, tokenizer, weights) = files.load()?;
         let plan = Plan::build(config.clone(), weights)?;
-        let gpu = match device {
-            Device::Cpu => None,
-            Device::Gpu => Some(Engine::gpu(&plan, true).await?),
-            Device::Auto => Engine::gpu(&plan, allow_software).await.ok(),
-        };
-        Ok(Engine::assemble(config, tokenizer, plan, gpu, device))
+        Engine::on_device(config, tokenizer, plan, device, allow_software).await
     }
 
     /// A model of a standard shape (`bert-base`, …) with random weights and the tokenizer of
@@ -100,10 +95,21 @@ impl Engine {
                 ))
             })?;
         let plan = Plan::build(config.clone(), weights)?;
+        Engine::on_device(config, tokenizer, plan, device, false).await
+    }
+
+    /// Sets up the GPU executor `device` asks for (none for the CPU), then the CPU executor.
+    async fn on_device(
+        config: ModelConfig,
+        tokenizer: TextTokenizer,
+        plan: Plan,
+        device: Device,
+        allow_software: bool,
+    ) -> Result<Engine> {
         let gpu = match device {
             Device::Cpu => None,
             Device::Gpu => Some(Engine::gpu(&plan, true).await?),
-            Device::Auto => Engine::gpu(&plan, false).await.ok(),
+            Device::Auto => Engine::gpu(&plan, allow_software).await.ok(),
         };
         Ok(Engine::assemble(config, tokenizer, plan, gpu, device))
     }

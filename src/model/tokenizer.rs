@@ -18,6 +18,21 @@ pub struct TextTokenizer {
     pub model_max_length: Option<usize>,
     /// WordPiece's `##`: tells sub-words from words when aggregating entities.
     pub subword_prefix: Option<String>,
+    /// Special tokens added around one text (`[0]`) and a pair (`[1]`), probed once at load.
+    added: [usize; 2],
+}
+
+/// Counts the special tokens the post-processor adds, by encoding a probe with and without them.
+fn probe_added_tokens(tok: &Tokenizer, pair: bool) -> usize {
+    let probe = if pair {
+        tok.encode(("a", "a"), true)
+    } else {
+        tok.encode("a", true)
+    };
+    let plain = tok.encode("a", false).map(|e| e.len()).unwrap_or(0);
+    probe
+        .map(|e| e.len().saturating_sub(plain * if pair { 2 } else { 1 }))
+        .unwrap_or(0)
 }
 
 /// How to split an input that is longer than one window.
@@ -69,6 +84,10 @@ impl TextTokenizer {
             unk_id: special("unk_token", &["[UNK]", "<unk>"]).map(|s| s.1),
             model_max_length,
             subword_prefix,
+            added: [
+                probe_added_tokens(&tok, false),
+                probe_added_tokens(&tok, true),
+            ],
             inner: Mutex::new(tok),
         })
     }
@@ -79,16 +98,7 @@ impl TextTokenizer {
 
     /// Special tokens the post-processor adds around one text or a pair.
     pub fn added_tokens(&self, pair: bool) -> usize {
-        let tok = self.lock();
-        let probe = if pair {
-            tok.encode(("a", "a"), true)
-        } else {
-            tok.encode("a", true)
-        };
-        let plain = tok.encode("a", false).map(|e| e.len()).unwrap_or(0);
-        probe
-            .map(|e| e.len().saturating_sub(plain * if pair { 2 } else { 1 }))
-            .unwrap_or(0)
+        self.added[pair as usize]
     }
 
     /// One encoding with special tokens and code-point offsets, no truncation.

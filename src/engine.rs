@@ -177,6 +177,11 @@ impl Engine {
             .and_then(|g| g.failed.clone())
     }
 
+    /// Whether a GPU executor was set up (it may have failed since: see `gpu_failure`).
+    pub fn has_gpu(&self) -> bool {
+        self.gpu.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
     /// Makes the next GPU call fail as if the device were lost (tests of the fallback).
     pub fn lose_gpu_for_test(&self) {
         if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {

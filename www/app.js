@@ -1,6 +1,6 @@
 // The demo page: four tabs, each with a model (loaded on first use, from a URL, a picked folder
 // or a dropped folder) and a task run through the webert package in a Web Worker.
-import { pipeline, webgpuAvailable } from './pkg/webert.js';
+import { pipeline, webgpuAdapter } from './pkg/webert.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -27,7 +27,17 @@ const chosen = { ...DEFAULTS };
 const loaded = {};
 const loading = {};
 
-const device = () => ($('#force-cpu').checked ? 'cpu' : 'auto');
+// `?device=cpu|webgpu|auto` preselects the device switch.
+const wanted = new URLSearchParams(location.search).get('device');
+if (['auto', 'webgpu', 'cpu'].includes(wanted)) $('#device').value = wanted;
+const device = () => $('#device').value;
+
+/** `WebGPU · <adapter>` or `CPU · simd128`, from a pipeline's backend string. */
+function describe(backend, pipe) {
+  if (backend.startsWith('gpu')) return `WebGPU · ${pipe?.adapter ?? backend.slice(4)}`;
+  const fellBack = pipe?.gpuFailure ? ' (WebGPU failed, fell back)' : '';
+  return `CPU · ${backend.replace(/^cpu-/, '')}${fellBack}`;
+}
 
 function showError(msg) {
   const e = $('#error');
@@ -48,6 +58,9 @@ function onProgress(name) {
       bar.value = p.bytes;
     } else if (p.stage === 'compile') {
       label.textContent = `Preparing ${name}…`;
+      bar.removeAttribute('value');
+    } else if (p.stage === 'upload') {
+      label.textContent = `Setting up WebGPU for ${name}…`;
       bar.removeAttribute('value');
     } else if (p.stage === 'ready') {
       label.textContent = `${name} ready`;
@@ -76,7 +89,7 @@ function ensure(tab) {
       loaded[tab]?.pipe.dispose();
       loaded[tab] = { want, pipe };
       $(`#panel-${tab} .model-name`).textContent = want.name;
-      $('#backend').textContent = pipe.backend;
+      $('#backend').textContent = describe(pipe.backend, pipe);
       return pipe;
     } catch (e) {
       if (chosen[tab] === want && want !== DEFAULTS[tab]) chosen[tab] = loaded[tab]?.want ?? DEFAULTS[tab];
@@ -91,9 +104,10 @@ function ensure(tab) {
   return promise;
 }
 
-function setLatency(id, result) {
-  $(id).textContent = `${result.wall_ms.toFixed(1)} ms (engine ${result.ms.toFixed(1)} ms, ${result.backend})`;
-  $('#backend').textContent = result.backend;
+function setLatency(id, result, pipe) {
+  const backend = describe(result.backend, pipe);
+  $(id).textContent = `${result.wall_ms.toFixed(1)} ms (engine ${result.ms.toFixed(1)} ms, ${backend})`;
+  $('#backend').textContent = backend;
 }
 
 /** Runs `fn` for a tab's button: model first, errors shown, button busy meanwhile. */
@@ -159,7 +173,7 @@ action('ner', '#ner-run', async (ner) => {
   const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value });
   lastNer = { text, entities };
   renderEntities();
-  setLatency('#ner-ms', entities);
+  setLatency('#ner-ms', entities, ner);
 });
 $('#ner-redact').addEventListener('change', renderEntities);
 
@@ -178,7 +192,7 @@ action('cls', '#cls-run', async (clf) => {
     ? await clf(text, $('#cls-labels').value, { multi_label: $('#cls-multi').checked })
     : await clf(text, { top_k: null });
   renderBars('#cls-out', result.map((r) => ({ ...r, dataset: { label: r.label } })));
-  setLatency('#cls-ms', result);
+  setLatency('#cls-ms', result, clf);
 });
 $('#cls-zero-shot').addEventListener('click', () => {
   chosen.cls = DEFAULTS.cls;
@@ -203,7 +217,7 @@ action('qa', '#qa-run', async (qa) => {
       el('ol', {}, ...answers.map((a) => el('li', { dataset: { score: a.score } }, `${a.answer || '(no answer)'} — ${a.score.toFixed(3)}`))),
     );
   }
-  setLatency('#qa-ms', answers);
+  setLatency('#qa-ms', answers, qa);
 });
 
 // --- Similarity ---
@@ -211,7 +225,7 @@ action('sim', '#sim-run', async (embed) => {
   const docs = $('#sim-docs').value.split('\n').map((s) => s.trim()).filter(Boolean);
   const ranked = await embed.rank($('#sim-query').value, docs);
   renderBars('#sim-out', ranked.map((r) => ({ label: r.text, score: r.score, dataset: { index: r.corpus_id } })));
-  setLatency('#sim-ms', ranked);
+  setLatency('#sim-ms', ranked, embed);
 });
 
 // --- Model loaders: URL, folder picker, drag and drop ---
@@ -306,7 +320,7 @@ for (const t of tabs) {
   });
 }
 
-$('#force-cpu').addEventListener('change', () => {
+$('#device').addEventListener('change', () => {
   for (const tab of Object.keys(loaded)) {
     loaded[tab].pipe.dispose();
     delete loaded[tab];
@@ -314,10 +328,15 @@ $('#force-cpu').addEventListener('change', () => {
   ensure(tabs.find((t) => t.getAttribute('aria-selected') === 'true').id.replace('tab-', '')).catch(() => {});
 });
 
-webgpuAvailable().then((ok) => {
+webgpuAdapter().then((a) => {
   const w = $('#webgpu');
-  w.dataset.available = ok;
-  w.textContent = ok ? 'WebGPU: adapter found (the WebGPU backend is not available yet; CPU runs)' : 'WebGPU: not available in this browser (CPU runs)';
+  w.dataset.available = !!a;
+  w.dataset.fallback = !!a?.isFallbackAdapter;
+  w.textContent = !a
+    ? 'WebGPU: not available in this browser (CPU runs)'
+    : a.isFallbackAdapter
+      ? `WebGPU: ${a.name} is a software fallback adapter; Auto uses the CPU (faster)`
+      : `WebGPU: ${a.name}`;
 });
 
 if ('serviceWorker' in navigator) navigator.serviceWorker.register('sw.js').catch(() => {});

@@ -15,6 +15,13 @@ pub struct GpuContext {
 
 impl GpuContext {
     pub async fn new() -> Result<Self> {
+        // wgpu panics where JS has neither a window nor a worker scope (Node), so ask first.
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        if !wgpu::util::is_browser_webgpu_supported().await {
+            return Err(Error::Gpu(
+                "WebGPU is not available here (no navigator.gpu adapter)".into(),
+            ));
+        }
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let options = wgpu::RequestAdapterOptions {
@@ -84,6 +91,10 @@ impl GpuContext {
     }
 
     pub fn name(&self) -> String {
-        format!("{} ({:?})", self.info.name, self.info.backend)
+        let name = match self.info.name.as_str() {
+            "" => "unnamed adapter", // browsers may withhold the description
+            n => n,
+        };
+        format!("{name} ({:?})", self.info.backend)
     }
 }

@@ -2,8 +2,10 @@
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
 use super::calls;
-use crate::engine::Engine;
+use crate::engine::{Device, Engine};
 use crate::model::ModelFiles;
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::Mutex;
 use wasm_bindgen::prelude::*;
 
@@ -17,7 +19,19 @@ fn start() {
             *last = info.to_string();
         }
         console_error_panic_hook::hook(info);
+        notify_panic(&info.to_string());
     }));
+}
+
+/// A panic inside an async call traps in a microtask, outside any promise: `globalThis.
+/// __webertPanic(message)`, when the JS wrapper set it, lets it fail the pending call instead.
+fn notify_panic(message: &str) {
+    let global = js_sys::global();
+    if let Ok(f) = js_sys::Reflect::get(&global, &JsValue::from_str("__webertPanic")) {
+        if let Some(f) = f.dyn_ref::<js_sys::Function>() {
+            let _ = f.call1(&JsValue::UNDEFINED, &JsValue::from_str(message));
+        }
+    }
 }
 
 #[wasm_bindgen(js_name = lastPanic)]
@@ -46,16 +60,35 @@ impl ModelLoader {
         self.files.add(name, bytes);
     }
 
-    /// Parses config and tokenizer, converts and packs the weights; consumes the files.
-    pub fn load(self) -> Result<WebEngine, JsError> {
-        let engine = Engine::load(self.files).map_err(|e| JsError::new(&e.to_string()))?;
-        Ok(WebEngine { engine })
+    /// Parses config and tokenizer, converts and packs the weights, and sets up `device`
+    /// (`auto`, `webgpu` or `cpu`); consumes the files. `allow_fallback_adapter` lets `auto`
+    /// use a CPU-emulated adapter (SwiftShader), which it otherwise skips as slower than the
+    /// CPU path.
+    pub async fn load(
+        self,
+        device: String,
+        allow_fallback_adapter: bool,
+    ) -> Result<WebEngine, JsError> {
+        let device: Device = device.parse().map_err(js_error)?;
+        let engine = Engine::load_with(self.files, device, allow_fallback_adapter)
+            .await
+            .map_err(js_error)?;
+        Ok(WebEngine {
+            engine: Rc::new(engine),
+            busy: Rc::new(Cell::new(false)),
+        })
     }
+}
+
+fn js_error(e: crate::error::Error) -> JsError {
+    JsError::new(&e.to_string())
 }
 
 #[wasm_bindgen]
 pub struct WebEngine {
-    engine: Engine,
+    engine: Rc<Engine>,
+    /// The engine serves one call at a time (a second would meet its locks mid-call).
+    busy: Rc<Cell<bool>>,
 }
 
 #[wasm_bindgen]
@@ -65,12 +98,57 @@ impl WebEngine {
         calls::info(&self.engine)
     }
 
-    /// Runs one task request (JSON) and returns its result (JSON). Offsets are UTF-16 indices.
-    pub fn call(&self, task: &str, request: &str) -> Result<String, JsError> {
-        // This engine runs on the CPU, whose futures complete without ever waiting, so
-        // driving them to completion here cannot block. A WebGPU engine needs an async export.
-        pollster::block_on(calls::call(&self.engine, task, request))
-            .map_err(|e| JsError::new(&e.to_string()))
+    /// Whether a WebGPU device was set up: calls must then go through the async `call`.
+    #[wasm_bindgen(js_name = hasGpu)]
+    pub fn has_gpu(&self) -> bool {
+        self.engine.has_gpu()
+    }
+
+    /// Runs one task request (JSON) on an engine without a GPU and returns its result (JSON).
+    /// Synchronous, so that a trap surfaces as an exception of this very call.
+    #[wasm_bindgen(js_name = callSync)]
+    pub fn call_sync(&self, task: &str, request: &str) -> Result<String, JsError> {
+        if self.engine.has_gpu() {
+            return Err(JsError::new(
+                "webert: a WebGPU engine answers through call()",
+            ));
+        }
+        // CPU futures complete without ever waiting, so driving them here cannot block.
+        pollster::block_on(calls::call(&self.engine, task, request)).map_err(js_error)
+    }
+
+    /// Runs one task request (JSON); the promise resolves to its result (JSON). Offsets are
+    /// UTF-16 indices. Await each call before the next.
+    pub fn call(&self, task: String, request: String) -> js_sys::Promise {
+        let (engine, busy) = (self.engine.clone(), self.busy.clone());
+        wasm_bindgen_futures::future_to_promise(async move {
+            if busy.replace(true) {
+                return Err(JsError::new(
+                    "webert: this engine is already running a call; await it before the next",
+                )
+                .into());
+            }
+            let result = calls::call(&engine, &task, &request).await;
+            busy.set(false);
+            result.map(JsValue::from).map_err(|e| js_error(e).into())
+        })
+    }
+
+    /// The backend of the latest call: `gpu <adapter>` or `cpu-<isa>`.
+    pub fn backend(&self) -> String {
+        self.engine.backend()
+    }
+
+    /// Why the GPU was given up for the CPU, if it was.
+    #[wasm_bindgen(js_name = gpuFailure)]
+    pub fn gpu_failure(&self) -> Option<String> {
+        self.engine.gpu_failure()
+    }
+
+    /// Destroys the GPU device as a lost device would be (tests of the CPU fallback).
+    #[wasm_bindgen(js_name = debugLoseDevice)]
+    pub fn debug_lose_device(&self) {
+        self.engine.lose_gpu_for_test();
     }
 }
 
@@ -79,4 +157,10 @@ impl WebEngine {
 #[wasm_bindgen(js_name = debugTrap)]
 pub fn debug_trap() {
     panic!("debugTrap called");
+}
+
+/// As [`debug_trap`], inside a future (how a WebGPU call would trap).
+#[wasm_bindgen(js_name = debugTrapAsync)]
+pub fn debug_trap_async() -> js_sys::Promise {
+    wasm_bindgen_futures::future_to_promise(async { panic!("debugTrapAsync called") })
 }

@@ -304,6 +304,7 @@ pub fn info(engine: &Engine) -> String {
     };
     serde_json::json!({
         "backend": engine.backend(),
+        "gpu_failure": engine.gpu_failure(),
         "model_type": model_type,
         "task": task,
         "labels": c.id2label,

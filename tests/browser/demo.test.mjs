@@ -1,7 +1,7 @@
 // The demo page in headless Chromium (Debian's, driven by playwright-core): each tab against the
 // committed goldens, a user-supplied QA folder through the folder picker, 100 overlapping calls,
-// recovery from a trapped instance, offline after the first visit, a browser without WebGPU,
-// phone width and keyboard use. Screenshots go to target/browser-artifacts/.
+// recovery from a trapped instance, offline after the first visit, WebGPU (SwiftShader) with a
+// forced device loss, a browser without WebGPU, phone width and keyboard use. Screenshots go to target/browser-artifacts/.
 //   node --test tests/browser/demo.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -48,7 +48,7 @@ const marks = (p) => p.$$eval('#ner-out mark', (ms) => ms.map((m) => ({
 })));
 
 test('PII tab: highlighted entities and spans equal the golden pipeline output', T, async () => {
-  await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+  await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('CPU'), null, { timeout: 120_000 });
   for (const strategy of ['first', 'simple', 'none']) {
     await page.selectOption('#ner-agg', strategy);
     for (const c of golden('pii.json').cases) {
@@ -70,7 +70,7 @@ test('PII tab: highlighted entities and spans equal the golden pipeline output',
   await page.selectOption('#ner-agg', 'first');
   await page.fill('#ner-text', c.text);
   await run(page, 'ner');
-  assert.match(await page.textContent('#ner-ms'), /ms \(engine [\d.]+ ms, cpu-simd128\)/);
+  assert.match(await page.textContent('#ner-ms'), /ms \(engine [\d.]+ ms, CPU · simd128\)/);
   await page.screenshot({ path: join(ARTIFACTS, 'tab-ner.png'), fullPage: true });
   await page.check('#ner-redact');
   const redacted = await page.$eval('#ner-out', (e) => e.textContent);
@@ -192,7 +192,7 @@ test('100 overlapping calls from the page all answer correctly; a trap is surviv
 });
 
 test('through the worker: progress, Cache API, abort and clear errors', T, async () => {
-  await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+  await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('CPU'), null, { timeout: 120_000 });
   const r = await page.evaluate(async (sum) => {
     const { pipeline, clearCache } = await import('/pkg/webert.js');
     // With a checksum these pipelines differ from the page's own (equal ones share a worker).
@@ -314,11 +314,11 @@ test('works offline after the first visit (service worker + Cache API)', T, asyn
   const b = await launch();
   try {
     await b.page.goto(own.url);
-    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('CPU'), null, { timeout: 120_000 });
     await b.page.evaluate(() => navigator.serviceWorker.ready);
     await own.close(); // nothing answers on that port any more
     await b.page.reload();
-    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('cpu-'), null, { timeout: 120_000 });
+    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('CPU'), null, { timeout: 120_000 });
     const c = golden('pii.json').cases[0];
     await b.page.fill('#ner-text', c.text);
     await run(b.page, 'ner');
@@ -342,22 +342,79 @@ test('without WebGPU the page says so and runs on the CPU', T, async () => {
     await b.page.fill('#ner-text', c.text);
     await run(b.page, 'ner');
     assert.equal((await marks(b.page)).length, c.pipeline.first.length);
-    assert.equal(await b.page.textContent('#backend'), 'cpu-simd128');
+    assert.equal(await b.page.textContent('#backend'), 'CPU · simd128');
     const err = await b.page.evaluate(async () => {
       const { pipeline } = await import('/pkg/webert.js');
       return pipeline('ner', '/models/pii/', { device: 'webgpu' }).then(() => null, (e) => e.message);
     });
-    assert.match(err, /'webgpu' is not available yet/);
+    assert.match(err, /WebGPU is not available here/);
     await b.page.screenshot({ path: join(ARTIFACTS, 'no-webgpu.png'), fullPage: true });
   } finally {
     await b.close();
   }
 });
 
-test('the page with WebGPU enabled reports the adapter but runs on the CPU', T, async () => {
+test('auto never picks the software fallback adapter: the page runs on the CPU', T, async () => {
+  await page.waitForFunction(() => document.querySelector('#webgpu').dataset.available !== undefined);
   const text = await page.textContent('#webgpu');
-  const available = await page.$eval('#webgpu', (e) => e.dataset.available);
   console.log(`# --enable-unsafe-webgpu: ${text}`);
-  assert.ok(['true', 'false'].includes(available));
-  assert.equal(await page.textContent('#backend'), 'cpu-simd128');
+  // Chromium without a GPU offers SwiftShader, a fallback adapter (CPU-emulated).
+  assert.equal(await page.$eval('#webgpu', (e) => e.dataset.available), 'true');
+  assert.equal(await page.$eval('#webgpu', (e) => e.dataset.fallback), 'true');
+  assert.match(text, /fallback adapter; Auto uses the CPU/);
+  assert.equal(await page.$eval('#device', (e) => e.value), 'auto');
+  assert.equal(await page.textContent('#backend'), 'CPU · simd128');
+});
+
+test('WebGPU mode (SwiftShader): the PII tab highlights the golden entities, as in CPU mode', T, async () => {
+  const b = await launch();
+  try {
+    await b.page.goto(`${server.url}?device=webgpu`);
+    await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('WebGPU'), null, { timeout: 120_000 });
+    assert.match(await b.page.textContent('#backend'), /WebGPU · .*swiftshader/i);
+    // SwiftShader runs compute shaders on the CPU (seconds per call): two cases, one strategy.
+    for (const c of golden('pii.json').cases.filter((x) => ['names_email', 'unicode'].includes(x.name))) {
+      await b.page.fill('#ner-text', c.text);
+      await run(b.page, 'ner');
+      const got = await marks(b.page);
+      const want = entitiesU16(c.text, c.pipeline.first);
+      assert.deepEqual(got.map((m) => [m.label, m.start, m.end, m.text]), want.map((e) => [e.entity_group, e.start, e.end, c.text.slice(e.start, e.end)]), c.name);
+      got.forEach((m, i) => assert.ok(Math.abs(m.score - want[i].score) < 1e-3, `${c.name}: score`));
+      assert.match(await b.page.textContent('#ner-ms'), /ms \(engine [\d.]+ ms, WebGPU · /);
+    }
+    await b.page.screenshot({ path: join(ARTIFACTS, 'tab-ner-webgpu.png'), fullPage: true });
+    assert.deepEqual(b.logs.filter((l) => l.startsWith('[pageerror]')), []);
+  } finally {
+    await b.close();
+  }
+});
+
+test('auto on a GPU: a forced device loss falls back to the CPU and still answers; an async trap is survived', T, async () => {
+  const c = golden('pii.json').cases.find((x) => x.name === 'names_email');
+  const r = await page.evaluate(async (text) => {
+    const { pipeline } = await import('/pkg/webert.js');
+    // allowFallbackAdapter: let auto take SwiftShader, the only adapter here.
+    const ner = await pipeline('ner', '/models/pii/', { device: 'auto', allowFallbackAdapter: true });
+    const pick = (es) => ({ backend: es.backend, entities: es.map((e) => [e.entity_group, e.start, e.end, e.score]) });
+    const gpu = pick(await ner(text, { aggregation_strategy: 'first' }));
+    await ner.debugLoseDevice();
+    const cpu = pick(await ner(text, { aggregation_strategy: 'first' }));
+    const failure = ner.gpuFailure;
+    let trap = null;
+    await ner.debugTrapAsync().catch((e) => (trap = e.message));
+    const after = pick(await ner(text, { aggregation_strategy: 'first' }));
+    ner.dispose();
+    return { gpu, cpu, failure, trap, after, adapter: ner.adapter };
+  }, c.text);
+  const want = entitiesU16(c.text, c.pipeline.first);
+  for (const [what, got] of [['gpu', r.gpu], ['after loss', r.cpu], ['after trap', r.after]]) {
+    assert.deepEqual(got.entities.map((e) => e.slice(0, 3)), want.map((e) => [e.entity_group, e.start, e.end]), what);
+    got.entities.forEach((e, i) => assert.ok(Math.abs(e[3] - want[i].score) < 1e-3, what));
+  }
+  assert.match(r.gpu.backend, /^gpu /);
+  assert.equal(r.cpu.backend, 'cpu-simd128');
+  assert.match(r.failure, /device lost|destroyed/i);
+  assert.match(r.trap, /debugTrapAsync called.*instance was restarted/s);
+  assert.match(r.after.backend, /^gpu /); // the reloaded model sets WebGPU up again
+  assert.match(r.adapter, /swiftshader/i);
 });

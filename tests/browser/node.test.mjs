@@ -196,7 +196,8 @@ test('errors are Error objects with clear messages', async () => {
   await bad('404', pipeline('ner', `${server.url}models/nothing-here/`), /nothing-here\/config\.json: HTTP 404/);
   await bad('missing dir', pipeline('ner', join(ROOT, 'no-such-model')), /no such folder/);
   await bad('wrong head', pipeline('text-classification', files), /cannot do text-classification: it is a bert model with a token-classification head/);
-  await bad('webgpu', pipeline('ner', files, { device: 'webgpu' }), /'webgpu' is not available yet/);
+  await bad('webgpu', pipeline('ner', files, { device: 'webgpu' }), /WebGPU is not available here/);
+  await bad('device', pipeline('ner', files, { device: 'gpu0' }), /unknown device "gpu0"/);
   await bad('task', pipeline('summarization', files), /unknown task "summarization"/);
   await bad('option', pii('hi', { agregation_strategy: 'first' }), /unknown field `agregation_strategy`/);
   await bad('strategy', pii('hi', { aggregation_strategy: 'best' }), /unknown aggregation `best`/);

@@ -1,13 +1,45 @@
 // One loaded model where the computation happens (inside the worker, or in the calling thread):
-// starts the WebAssembly module, builds the engine from the model's files, runs task requests
-// one at a time, and replaces a trapped WebAssembly instance instead of staying dead.
+// starts the WebAssembly module, builds the engine from the model's files on WebGPU or the CPU,
+// runs task requests one at a time, and replaces a trapped WebAssembly instance instead of
+// staying dead.
 
-import init, { ModelLoader, debugTrap, lastPanic, __wbg_reset_state } from './webert_wasm.js';
+import init, { ModelLoader, debugTrap, debugTrapAsync, lastPanic, __wbg_reset_state } from './webert_wasm.js';
 import { gatherFiles, isNode } from './files.js';
 
 let started;
 // Bumped when a trapped instance is replaced: engines built before belong to the old one.
 let generation = 0;
+
+// A panic inside an async (WebGPU) call traps in a microtask, where no promise sees it: the
+// panic hook calls this, which fails the pending call instead of leaving it hanging.
+let failPending = null;
+globalThis.__webertPanic = (message) => failPending?.(new WebAssembly.RuntimeError(message));
+
+/** Awaits an async engine call; a trap while it runs rejects it with a RuntimeError. */
+function guarded(promise) {
+  return new Promise((resolve, reject) => {
+    failPending = reject;
+    promise.then(resolve, reject).finally(() => {
+      if (failPending === reject) failPending = null;
+    });
+  });
+}
+
+/**
+ * The adapter WebGPU gives this context, or null: `{ name, isFallbackAdapter }`, named as
+ * readably as the browser allows. A fallback adapter (SwiftShader) emulates a GPU on the CPU.
+ */
+export async function webgpuAdapter() {
+  try {
+    const adapter = typeof navigator !== 'undefined' && navigator.gpu && (await navigator.gpu.requestAdapter());
+    if (!adapter) return null;
+    const i = adapter.info ?? {};
+    const name = [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(' ') || 'unnamed adapter';
+    return { name, isFallbackAdapter: !!(i.isFallbackAdapter ?? adapter.isFallbackAdapter) };
+  } catch {
+    return null;
+  }
+}
 
 function startWasm(report) {
   started ??= (async () => {
@@ -54,15 +86,29 @@ export class Model {
     const loader = new ModelLoader(origin);
     for (const f of files) loader.add(f.name, f.bytes);
     files.length = 0;
+    const device = this.options.device ?? 'auto';
+    const allowFallback = !!this.options.allowFallbackAdapter;
+    const adapter = device === 'cpu' ? null : await webgpuAdapter();
+    if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
     try {
-      this.engine = loader.load();
+      this.engine = await guarded(loader.load(device, allowFallback));
       this.generation = generation;
     } catch (e) {
       throw this.recover(e);
     }
     this.info = JSON.parse(this.engine.info());
+    if (this.engine.hasGpu() && adapter) {
+      this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
+    }
     report?.({ stage: 'ready', bytes: total, total });
     return this.info;
+  }
+
+  /** Runs one request on the engine: synchronously on the CPU, awaited on WebGPU. */
+  async run(task, request) {
+    const json = JSON.stringify(request);
+    if (!this.engine.hasGpu()) return this.engine.callSync(task, json);
+    return guarded(this.engine.call(task, json));
   }
 
   /** Runs one request; calls are answered in order, one at a time. */
@@ -71,8 +117,9 @@ export class Model {
       if (!this.engine || this.generation !== generation) await this.load();
       try {
         const t0 = performance.now();
-        const json = this.engine.call(task, JSON.stringify(request));
-        return { value: JSON.parse(json), ms: performance.now() - t0 };
+        const json = await this.run(task, request);
+        const ms = performance.now() - t0;
+        return { value: JSON.parse(json), ms, backend: this.engine.backend(), gpu_failure: this.engine.gpuFailure() };
       } catch (e) {
         throw this.recover(e);
       }
@@ -87,11 +134,15 @@ export class Model {
     this.engine = null;
   }
 
-  /** Makes the instance panic (tests of the recovery path). */
-  trap() {
+  /** Test hooks: `trap` and `trap-async` make the instance panic, `lose-device` destroys the
+   * WebGPU device as a lost one would be. */
+  debug(what) {
     const run = async () => {
       try {
-        debugTrap();
+        if (what === 'trap') debugTrap();
+        else if (what === 'trap-async') await guarded(debugTrapAsync());
+        else if (what === 'lose-device') this.engine?.debugLoseDevice();
+        else throw new Error(`unknown debug hook ${what}`);
       } catch (e) {
         throw this.recover(e);
       }

@@ -8,7 +8,7 @@ export type ModelSource =
   | { name: string; data: ArrayBuffer | ArrayBufferView | Blob }[];
 
 export interface LoadProgress {
-  /** `compile`: starting the WebAssembly module, then building the model; `upload`: WebGPU only (later). */
+  /** `compile`: starting the WebAssembly module, then building the model; `upload`: setting up WebGPU and its weights. */
   stage: 'download' | 'compile' | 'upload' | 'ready';
   /** The file being read, when there is one. */
   file?: string;
@@ -20,8 +20,14 @@ export interface LoadProgress {
 }
 
 export interface PipelineOptions {
-  /** `'auto'` and `'cpu'` run on WebAssembly SIMD; `'webgpu'` is not available yet (throws). */
+  /**
+   * `'auto'` (default): WebGPU on a hardware adapter, else WebAssembly SIMD; a later GPU failure
+   * (device lost) switches to the CPU for good, and the call still answers. `'webgpu'`: any
+   * adapter, failures are errors. `'cpu'`: WebAssembly SIMD only.
+   */
   device?: 'auto' | 'cpu' | 'webgpu';
+  /** Let `'auto'` use a fallback adapter (CPU-emulated, e.g. SwiftShader), which it otherwise skips as slower than the CPU path. */
+  allowFallbackAdapter?: boolean;
   /** Run in a module Web Worker (default in browsers) or in the calling thread (Node: always). */
   worker?: boolean;
   onProgress?: (p: LoadProgress) => void;
@@ -39,7 +45,7 @@ export interface PipelineOptions {
 
 /** Attached (non-enumerable) to every result. */
 export interface ResultMeta {
-  /** What ran, e.g. `cpu-simd128`. */
+  /** What ran this call: `cpu-simd128`, or `gpu <adapter> (BrowserWebGpu)`. */
   readonly backend: string;
   /** Milliseconds the engine computed. */
   readonly ms: number;
@@ -49,7 +55,12 @@ export interface ResultMeta {
 export type WithMeta<T> = T & ResultMeta;
 
 export interface ModelInfo {
+  /** What the first call will run on. */
   backend: string;
+  /** Why the GPU was given up for the CPU, if it was. */
+  gpu_failure: string | null;
+  /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
+  adapter?: string | null;
   model_type: 'bert' | 'distilbert' | 'roberta' | 'xlm-roberta' | 'electra';
   /** The task the checkpoint's head does (`feature-extraction` for a bare encoder). */
   task: string;
@@ -62,13 +73,23 @@ export interface ModelInfo {
 
 interface PipelineBase {
   readonly task: string;
-  readonly device: 'cpu';
+  /** The device asked for. */
+  readonly device: 'auto' | 'cpu' | 'webgpu';
+  /** What ran the latest call (before any: what will run first). */
   readonly backend: string;
+  /** Why the GPU was given up for the CPU, if it was. */
+  readonly gpuFailure: string | null;
+  /** The WebGPU adapter in use when a GPU was set up, else null. */
+  readonly adapter: string | null;
   readonly info: ModelInfo;
   /** Stops the worker (when no other pipeline shares the model) and frees the model. */
   dispose(): void;
   /** Makes the WebAssembly instance panic, to test recovery; the next call reloads the model. */
   debugTrap(): Promise<void>;
+  /** As `debugTrap`, inside an async call (how a WebGPU call would trap). */
+  debugTrapAsync(): Promise<void>;
+  /** Destroys the WebGPU device as a lost device would be, to test the fallback. */
+  debugLoseDevice(): Promise<void>;
 }
 
 /** `true` cuts at the model's limit, a number at that many tokens; otherwise long inputs are an error. */
@@ -209,8 +230,11 @@ export interface PipelineByTask {
 
 export function pipeline<T extends keyof PipelineByTask>(task: T, model: ModelSource, options?: PipelineOptions): Promise<PipelineByTask[T]>;
 
-/** Whether the browser exposes a WebGPU adapter (the WebGPU backend itself is not available yet). */
+/** Whether the browser exposes a WebGPU adapter (fallback adapters included). */
 export function webgpuAvailable(): Promise<boolean>;
+
+/** The WebGPU adapter the browser offers, or null. `device: 'auto'` skips fallback (CPU-emulated) adapters. */
+export function webgpuAdapter(): Promise<{ name: string; isFallbackAdapter: boolean } | null>;
 
 /** Deletes cached model files under `base` (a folder URL), or all of them. */
 export function clearCache(base?: string): Promise<void>;

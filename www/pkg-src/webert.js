@@ -1,11 +1,12 @@
-// webert: `await pipeline(task, model, options)` for BERT-family encoders, on WebAssembly SIMD.
+// webert: `await pipeline(task, model, options)` for BERT-family encoders, on WebGPU or
+// WebAssembly SIMD.
 // In browsers the model lives in a module worker (the page never freezes); in Node, or with
 // `worker: false`, it runs in the calling thread.
 
-import { Model } from './core.js';
+import { Model, webgpuAdapter } from './core.js';
 import { clearCache, isNode } from './files.js';
 
-export { clearCache };
+export { clearCache, webgpuAdapter };
 
 const ALIASES = { ner: 'token-classification', 'sentiment-analysis': 'text-classification' };
 // The head each task needs (`info.task` of the loaded model); null: any encoder.
@@ -18,13 +19,9 @@ const HEADS = {
   'zero-shot-classification': null,
 };
 
-/** Whether this browser exposes a WebGPU adapter (the WebGPU backend is not available yet). */
+/** Whether this browser exposes a WebGPU adapter (fallback adapters included). */
 export async function webgpuAvailable() {
-  try {
-    return !!(typeof navigator !== 'undefined' && navigator.gpu && (await navigator.gpu.requestAdapter()));
-  } catch {
-    return false;
-  }
+  return (await webgpuAdapter()) !== null;
 }
 
 class WorkerHost {
@@ -72,8 +69,8 @@ class LocalHost {
         return this.model.load(onProgress);
       case 'call':
         return this.model.call(msg.task, msg.request);
-      case 'trap':
-        return this.model.trap();
+      case 'debug':
+        return this.model.debug(msg.what);
     }
   }
 
@@ -88,7 +85,7 @@ const shared = new Map();
 /** Starts a host and loads the model; URL models are shared by pipelines with equal options. */
 function acquire(model, options, onProgress) {
   const inWorker = options.worker ?? (!isNode && typeof Worker !== 'undefined');
-  const { signal, onProgress: _p, progress_callback: _c, device: _d, ...rest } = options;
+  const { signal, onProgress: _p, progress_callback: _c, ...rest } = options;
   const isUrl = typeof model === 'string' || model instanceof URL;
   let source = model;
   if (isUrl && typeof location !== 'undefined' && !/^[a-z]+:/i.test(String(model))) {
@@ -177,13 +174,10 @@ export async function pipeline(task, model, options = {}) {
     throw new Error(`unknown task "${task}"; supported: ${Object.keys(RUNNERS).join(', ')} (aliases: ${Object.keys(ALIASES).join(', ')})`);
   }
   const device = options.device ?? 'auto';
-  if (device === 'webgpu') {
-    throw new Error("webert: device 'webgpu' is not available yet (the WebGPU backend is in progress); use device: 'auto' or 'cpu'");
-  }
-  if (device !== 'auto' && device !== 'cpu') throw new Error(`unknown device "${device}"; use 'auto', 'cpu' or 'webgpu'`);
+  if (!['auto', 'cpu', 'webgpu'].includes(device)) throw new Error(`unknown device "${device}"; use 'auto', 'cpu' or 'webgpu'`);
   if (model == null) throw new Error('pipeline() needs a model: a folder URL, a FileList / File[] or an object of file name → ArrayBuffer');
   const onProgress = options.onProgress ?? options.progress_callback;
-  const entry = acquire(model, options, onProgress);
+  const entry = acquire(model, { ...options, device }, onProgress);
   let info;
   try {
     info = await entry.ready;
@@ -198,9 +192,12 @@ export async function pipeline(task, model, options = {}) {
   }
   const call = (wasmTask) => async (request, single) => {
     const t0 = performance.now();
-    const { value, ms } = await entry.host.send({ op: 'call', task: wasmTask, request });
-    return withMeta(single ? value[0] : value, { backend: info.backend, ms, wall_ms: performance.now() - t0 });
+    const { value, ms, backend, gpu_failure } = await entry.host.send({ op: 'call', task: wasmTask, request });
+    state.backend = backend;
+    state.gpu_failure = gpu_failure;
+    return withMeta(single ? value[0] : value, { backend, ms, wall_ms: performance.now() - t0 });
   };
+  const state = { backend: info.backend, gpu_failure: info.gpu_failure };
   const fn = RUNNERS[kind](call(kind));
   if (kind === 'feature-extraction') {
     const rank = call('rank');
@@ -212,15 +209,21 @@ export async function pipeline(task, model, options = {}) {
     };
   }
   let disposed = false;
+  Object.defineProperties(fn, {
+    backend: { get: () => state.backend, enumerable: true },
+    gpuFailure: { get: () => state.gpu_failure ?? null, enumerable: true },
+  });
   return Object.assign(fn, {
     task: kind,
-    device: 'cpu',
-    backend: info.backend,
+    device,
+    adapter: info.adapter ?? null,
     info,
     dispose() {
       if (!disposed) release(entry);
       disposed = true;
     },
-    debugTrap: () => entry.host.send({ op: 'trap' }),
+    debugTrap: () => entry.host.send({ op: 'debug', what: 'trap' }),
+    debugTrapAsync: () => entry.host.send({ op: 'debug', what: 'trap-async' }),
+    debugLoseDevice: () => entry.host.send({ op: 'debug', what: 'lose-device' }),
   });
 }

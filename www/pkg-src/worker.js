@@ -6,7 +6,7 @@ import { Model } from './core.js';
 let model = null;
 let queue = Promise.resolve();
 
-async function handle({ id, op, source, options, task, request }) {
+async function handle({ id, op, source, options, task, request, what }) {
   const progress = (p) => self.postMessage({ id, progress: p });
   switch (op) {
     case 'load':
@@ -14,12 +14,18 @@ async function handle({ id, op, source, options, task, request }) {
       return model.load(progress);
     case 'call':
       return model.call(task, request);
-    case 'trap':
-      return model.trap();
+    case 'debug':
+      return model.debug(what);
     default:
       throw new Error(`unknown worker message ${op}`);
   }
 }
+
+// A trap inside an async call is also thrown from a microtask; the call already failed with
+// it (see core.js), so it must not reach the page as a worker error.
+self.addEventListener('error', (e) => {
+  if (/RuntimeError|unreachable/.test(e.message ?? '')) e.preventDefault();
+});
 
 self.onmessage = (e) => {
   const msg = e.data;

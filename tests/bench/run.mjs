@@ -7,7 +7,7 @@
 //   /tjs/      @huggingface/transformers/dist/   /ort/  onnxruntime-web/dist/  (no CDN)
 //   /models/   models/            (models/pii, models/minilm, models/bench/tjs-minilm)
 // Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
-//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu] [--serve]
+//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--serve]
 import { chromium } from 'playwright-core';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,7 +67,9 @@ async function main() {
         console.error(`  [blocked non-local request] ${r.request().url()}`);
         return r.abort();
       });
-      const url = `${server.url}?threads=${threads}&runs=${runs}&warmup=${warmup}&device=${device}`;
+      // Headless WebGPU is SwiftShader here (seconds per call): fewer runs for those rows.
+      const [n, w] = device === 'webgpu' ? [Number(arg('gpu-runs', 3)), 1] : [runs, warmup];
+      const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&device=${device}`;
       console.error(`> ${url}`);
       await page.goto(url);
       const res = await page.evaluate(() => window.__bench);

@@ -108,7 +108,7 @@ async function main() {
   for (const key of wanted) {
     const m = MODELS[key];
     let t0 = performance.now();
-    const w = await webertPipeline(m.task, m.webert, { cache: false });
+    const w = await webertPipeline(m.task, m.webert, { cache: false, device: device === 'webgpu' ? 'webgpu' : 'cpu' });
     const wLoad = performance.now() - t0;
     t0 = performance.now();
     const t = await tjsPipeline(m.task, m.tjs, { dtype: m.dtype, device });
@@ -118,11 +118,9 @@ async function main() {
       const { text, tokens } = textWithTokens(t.tokenizer, n);
       const opts = key === 'minilm' ? { pooling: 'mean', normalize: false } : {};
       const wopts = key === 'minilm' ? { pooling: 'mean', normalize: false } : { aggregation_strategy: 'none' };
-      // webert has no WebGPU in the browser yet: with device=webgpu only transformers.js is timed,
-      // and its answer is checked against webert's CPU answer.
-      const [wr, tr] = await timePair(device === 'wasm' && (() => w(text, wopts)), () => t(text, opts));
-      const cmp = compare(key, wr ? wr.last : await w(text, wopts), tr.last);
-      if (!wr) cmp.detail += ' (transformers.js WebGPU vs webert CPU; webert has no WebGPU in the browser yet)';
+      const [wr, tr] = await timePair(() => w(text, wopts), () => t(text, opts));
+      const cmp = compare(key, wr.last, tr.last);
+      cmp.detail += ` (webert on ${wr.last.backend})`;
       const row = {
         model: m.label, key, tokens, threads, device,
         webert_ms: wr?.median ?? null, webert_engine_ms: wr?.last.ms ?? null, tjs_ms: tr.median,

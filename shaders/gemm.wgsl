@@ -1,6 +1,11 @@
-// out[m][n] = act(sum_k x[m][k] * w[n][k] + bias[n]) + residual[m][n]
-// w is a PyTorch Linear weight [n, k]. 64x64 output tiles staged through workgroup memory in
-// 16-deep K slices; each of the 16x16 invocations accumulates a 4x4 register block in f32.
+// out[m][n0 + n] = act(sum_k x[m][k] * w[n][k] + bias[n0 + n]) + residual[m][n0 + n]
+// w is a PyTorch Linear weight [n, k] (or the chunk of its rows starting at n0 = p.col_off),
+// so both operands are k-contiguous: tiles are loaded as vec4 along k (`load_x`/`load_w`
+// come from the variant prepended to this file: f32 vec4, f16 vec4, or scalar for k % 4 != 0)
+// and kept that way in workgroup memory; the inner product is a dot of vec4s.
+// 64x64 output tiles, 16-deep k slices; each of the 16x16 invocations accumulates a 4x4 block
+// in f32, on rows lid.y + 16i and columns lid.x + 16j, so the tile rows it reads from
+// workgroup memory are 5 vec4s apart (no bank conflicts) and its stores are coalesced.
 // Sizes come from the uniform, so one pipeline serves every shape; edges are bounds-checked.
 struct Params {
     m: u32,
@@ -9,11 +14,12 @@ struct Params {
     act: u32,
     has_bias: u32,
     has_residual: u32,
+    // Row stride of out/residual and the column this chunk of w starts at.
+    ldo: u32,
+    col_off: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
@@ -21,14 +27,16 @@ struct Params {
 const BM: u32 = 64u;
 const BN: u32 = 64u;
 const BK: u32 = 16u;
+// Row pitch of a tile in workgroup memory, in vec4s: BK / 4 plus one of padding.
+const PITCH: u32 = 5u;
 const ACT_NONE: u32 = 0u;
 const ACT_GELU: u32 = 1u;
 const ACT_GELU_TANH: u32 = 2u;
 const ACT_RELU: u32 = 3u;
 const ACT_TANH: u32 = 4u;
 
-var<workgroup> xs: array<f32, 1024>; // [BK][BM]
-var<workgroup> ws: array<f32, 1024>; // [BK][BN]
+var<workgroup> xs: array<vec4<f32>, 320>; // [BM][PITCH]
+var<workgroup> ws: array<vec4<f32>, 320>; // [BN][PITCH]
 
 fn erf(v: f32) -> f32 {
     // Abramowitz-Stegun 7.1.26, |error| < 1.5e-7 (WGSL has no erf).
@@ -61,54 +69,41 @@ fn main(
 ) {
     let row0 = wg.y * BM;
     let col0 = wg.x * BN;
-    var acc: array<f32, 16>;
+    // Each invocation loads one vec4 of each tile; four neighbours cover 64 bytes of a row.
+    let li = t / 4u;
+    let lk = t % 4u;
+    var acc: array<vec4<f32>, 4>;
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
-        for (var l = 0u; l < 4u; l++) {
-            let e = t + l * 256u;
-            let i = e / BK;
-            let kk = e % BK;
-            let gk = k0 + kk;
-            var xv = 0.0;
-            if (row0 + i < p.m && gk < p.k) {
-                xv = x[(row0 + i) * p.k + gk];
-            }
-            xs[kk * BM + i] = xv;
-            var wv = 0.0;
-            if (col0 + i < p.n && gk < p.k) {
-                wv = w[(col0 + i) * p.k + gk];
-            }
-            ws[kk * BN + i] = wv;
-        }
+        xs[li * PITCH + lk] = load_x(row0 + li, k0 + lk * 4u);
+        ws[li * PITCH + lk] = load_w(col0 + li, k0 + lk * 4u);
         workgroupBarrier();
-        for (var kk = 0u; kk < BK; kk++) {
-            var a: array<f32, 4>;
-            var b: array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                a[i] = xs[kk * BM + lid.y * 4u + i];
-                b[i] = ws[kk * BN + lid.x * 4u + i];
+        for (var kk = 0u; kk < BK / 4u; kk++) {
+            var b: array<vec4<f32>, 4>;
+            for (var j = 0u; j < 4u; j++) {
+                b[j] = ws[(lid.x + 16u * j) * PITCH + kk];
             }
             for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    acc[i * 4u + j] = fma(a[i], b[j], acc[i * 4u + j]);
-                }
+                let a = xs[(lid.y + 16u * i) * PITCH + kk];
+                acc[i] += vec4<f32>(dot(a, b[0]), dot(a, b[1]), dot(a, b[2]), dot(a, b[3]));
             }
         }
         workgroupBarrier();
     }
     for (var i = 0u; i < 4u; i++) {
-        let r = row0 + lid.y * 4u + i;
+        let r = row0 + lid.y + 16u * i;
         for (var j = 0u; j < 4u; j++) {
-            let c = col0 + lid.x * 4u + j;
+            let c = col0 + lid.x + 16u * j;
             if (r < p.m && c < p.n) {
-                var v = acc[i * 4u + j];
+                let o = r * p.ldo + p.col_off + c;
+                var v = acc[i][j];
                 if (p.has_bias != 0u) {
-                    v += bias[c];
+                    v += bias[p.col_off + c];
                 }
                 v = activate(v);
                 if (p.has_residual != 0u) {
-                    v += residual[r * p.n + c];
+                    v += residual[o];
                 }
-                out[r * p.n + c] = v;
+                out[o] = v;
             }
         }
     }

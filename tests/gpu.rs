@@ -8,11 +8,15 @@ use common::*;
 use pollster::block_on;
 use std::path::Path;
 use webert::engine::{Device, Engine};
-use webert::model::ModelFiles;
+use webert::model::{ModelFiles, Tensor, Weights};
 use webert::tasks::{classify, embed, fill_mask, ner, qa};
 
 fn gpu_engine(dir: &Path) -> Option<Engine> {
-    match block_on(Engine::from_dir_on(dir, Device::Gpu)) {
+    usable(block_on(Engine::from_dir_on(dir, Device::Gpu)))
+}
+
+fn usable(e: webert::Result<Engine>) -> Option<Engine> {
+    match e {
         Ok(e) => {
             assert!(e.backend().starts_with("gpu"), "{}", e.backend());
             Some(e)
@@ -225,6 +229,98 @@ fn fill_mask_and_model_families_match_cpu() {
             );
         }
     }
+}
+
+/// A BERT masked LM of odd sizes (hidden 30, 3 heads, intermediate 37, vocabulary 262) with
+/// seeded weights: GEMM reductions that are not multiples of 4 and partial tiles everywhere.
+fn odd_model() -> ModelFiles {
+    let tiny = root().join("tests/tiny/bert-bf16-sharded");
+    let (h, inter, v) = (30, 37, 262);
+    let config = serde_json::json!({
+        "architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": h,
+        "num_hidden_layers": 2, "num_attention_heads": 3, "intermediate_size": inter,
+        "max_position_embeddings": 64, "type_vocab_size": 2, "vocab_size": v,
+        "hidden_act": "gelu", "layer_norm_eps": 1e-12, "pad_token_id": 0
+    });
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut w = Weights::default();
+    let mut put = |name: &str, shape: &[usize], center: f32| {
+        let data = (0..shape.iter().product())
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                center + ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.8
+            })
+            .collect();
+        w.insert(name.to_string(), Tensor::new(shape.to_vec(), data));
+    };
+    let linear = |put: &mut dyn FnMut(&str, &[usize], f32), name: &str, o: usize, i: usize| {
+        put(&format!("{name}.weight"), &[o, i], 0.0);
+        put(&format!("{name}.bias"), &[o], 0.0);
+    };
+    let norm = |put: &mut dyn FnMut(&str, &[usize], f32), name: &str| {
+        put(&format!("{name}.weight"), &[h], 1.0);
+        put(&format!("{name}.bias"), &[h], 0.0);
+    };
+    put("embeddings.word_embeddings.weight", &[v, h], 0.0);
+    put("embeddings.position_embeddings.weight", &[64, h], 0.0);
+    put("embeddings.token_type_embeddings.weight", &[2, h], 0.0);
+    norm(&mut put, "embeddings.LayerNorm");
+    for l in 0..2 {
+        let p = format!("encoder.layer.{l}");
+        for n in ["query", "key", "value"] {
+            linear(&mut put, &format!("{p}.attention.self.{n}"), h, h);
+        }
+        linear(&mut put, &format!("{p}.attention.output.dense"), h, h);
+        norm(&mut put, &format!("{p}.attention.output.LayerNorm"));
+        linear(&mut put, &format!("{p}.intermediate.dense"), inter, h);
+        linear(&mut put, &format!("{p}.output.dense"), h, inter);
+        norm(&mut put, &format!("{p}.output.LayerNorm"));
+    }
+    linear(&mut put, "cls.predictions.transform.dense", h, h);
+    norm(&mut put, "cls.predictions.transform.LayerNorm");
+    put("cls.predictions.bias", &[v], 0.0);
+    let mut files = ModelFiles::new("odd-sizes");
+    files.add("config.json", config.to_string().into_bytes());
+    files.add("model.safetensors", w.to_safetensors().unwrap());
+    for f in ["tokenizer.json", "tokenizer_config.json"] {
+        files.add(f, std::fs::read(tiny.join(f)).unwrap());
+    }
+    files
+}
+
+/// Runs two texts (one padded) with the mask head on `gpu` and the CPU; hidden states and
+/// logits within 1e-3, the same top token at every picked row.
+fn assert_mlm_matches_cpu(gpu: &Engine, cpu: &Engine, what: &str) {
+    assert!(gpu.backend().starts_with("gpu"), "{}", gpu.backend());
+    let encs = vec![
+        gpu.encode("Hello world, this is a longer test.", None, None)
+            .unwrap(),
+        gpu.encode("Short", None, None).unwrap(),
+    ];
+    let picked = vec![vec![1, 3], vec![1]];
+    let a = block_on(gpu.run(&encs, true, &picked)).unwrap();
+    let b = block_on(cpu.run(&encs, true, &picked)).unwrap();
+    let top = |l: &[f32]| -> Vec<usize> {
+        l.chunks(gpu.config.vocab_size)
+            .map(|r| (0..r.len()).max_by(|&i, &j| r[i].total_cmp(&r[j])).unwrap())
+            .collect()
+    };
+    for (x, y) in a.iter().zip(&b) {
+        assert_close(&format!("{what} hidden"), &x.hidden, &y.hidden, 1e-3);
+        assert_close(&format!("{what} logits"), &x.logits, &y.logits, 1e-3);
+        assert_eq!(top(&x.logits), top(&y.logits), "{what}");
+    }
+}
+
+#[test]
+fn odd_sizes_match_cpu() {
+    let Some(gpu) = usable(block_on(Engine::load_on(odd_model(), Device::Gpu))) else {
+        return;
+    };
+    let cpu = Engine::load(odd_model()).unwrap();
+    assert_mlm_matches_cpu(&gpu, &cpu, "odd sizes");
 }
 
 #[test]

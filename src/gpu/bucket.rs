@@ -277,18 +277,21 @@ impl Builder<'_> {
                         act_code(act),
                         linear.bias.is_some() as u32,
                         residual.is_some() as u32,
+                        linear.n_out as u32,
+                        0,
                     ],
                 );
                 let bias = linear.bias.map_or(self.dummy, w);
                 let res = residual.map_or(self.dummy, |r| &acts[r.0]);
+                let kernel = Kernel::gemm(linear.n_in);
                 let bg = self.bind(
-                    Kernel::Gemm,
+                    kernel,
                     &p,
                     &[&acts[x.0], w(linear.weight), bias, res, &acts[out.0]],
                 );
                 let groups = [linear.n_out.div_ceil(64) as u32, m.div_ceil(64) as u32, 1];
                 steps.push(Step {
-                    kernel: Kernel::Gemm,
+                    kernel,
                     bind_group: bg,
                     groups,
                 });

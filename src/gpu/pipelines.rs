@@ -1,11 +1,15 @@
 //! Compute pipelines, built once per device from the WGSL in `shaders/`.
 
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
+const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     Embeddings,
+    /// GEMM with vec4 loads (`k % 4 == 0`, every real model).
     Gemm,
+    /// GEMM with scalar loads, for any `k`.
+    GemmScalar,
     LayerNorm,
     Attention,
     Gather,
@@ -17,37 +21,45 @@ pub struct Pipelines {
 
 impl Kernel {
     pub fn name(self) -> &'static str {
-        self.source().0
+        match self {
+            Kernel::Embeddings => "embeddings",
+            Kernel::Gemm => "gemm",
+            Kernel::GemmScalar => "gemm_scalar",
+            Kernel::LayerNorm => "layer_norm",
+            Kernel::Attention => "attention",
+            Kernel::Gather => "gather",
+        }
     }
 
-    const ALL: [Kernel; 5] = [
+    const ALL: [Kernel; 6] = [
         Kernel::Embeddings,
         Kernel::Gemm,
+        Kernel::GemmScalar,
         Kernel::LayerNorm,
         Kernel::Attention,
         Kernel::Gather,
     ];
 
-    fn source(self) -> (&'static str, &'static str, bool) {
-        match self {
-            Kernel::Embeddings => (
-                "embeddings",
-                include_str!("../../shaders/embeddings.wgsl"),
-                true,
-            ),
-            Kernel::Gemm => ("gemm", include_str!("../../shaders/gemm.wgsl"), false),
-            Kernel::LayerNorm => (
-                "layer_norm",
-                include_str!("../../shaders/layer_norm.wgsl"),
-                true,
-            ),
-            Kernel::Attention => (
-                "attention",
-                include_str!("../../shaders/attention.wgsl"),
-                true,
-            ),
-            Kernel::Gather => ("gather", include_str!("../../shaders/gather.wgsl"), false),
+    /// The GEMM variant for a reduction of `k`.
+    pub fn gemm(k: usize) -> Kernel {
+        if k.is_multiple_of(4) {
+            Kernel::Gemm
+        } else {
+            Kernel::GemmScalar
         }
+    }
+
+    /// The shader: a variant prelude (which may hold `enable` directives) before the body.
+    fn code(self) -> String {
+        let (prelude, body) = match self {
+            Kernel::Embeddings => (COMMON, include_str!("../../shaders/embeddings.wgsl")),
+            Kernel::Gemm => (include_str!("../../shaders/gemm_vec4.wgsl"), GEMM),
+            Kernel::GemmScalar => (include_str!("../../shaders/gemm_scalar.wgsl"), GEMM),
+            Kernel::LayerNorm => (COMMON, include_str!("../../shaders/layer_norm.wgsl")),
+            Kernel::Attention => (COMMON, include_str!("../../shaders/attention.wgsl")),
+            Kernel::Gather => ("", include_str!("../../shaders/gather.wgsl")),
+        };
+        format!("{prelude}\n{body}")
     }
 }
 
@@ -56,18 +68,12 @@ impl Pipelines {
         let pipelines = Kernel::ALL
             .iter()
             .map(|k| {
-                let (name, src, common) = k.source();
-                let code = if common {
-                    format!("{COMMON}\n{src}")
-                } else {
-                    src.to_string()
-                };
                 let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(name),
-                    source: wgpu::ShaderSource::Wgsl(code.into()),
+                    label: Some(k.name()),
+                    source: wgpu::ShaderSource::Wgsl(k.code().into()),
                 });
                 device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(name),
+                    label: Some(k.name()),
                     layout: None,
                     module: &module,
                     entry_point: Some("main"),

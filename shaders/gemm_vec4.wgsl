@@ -1,0 +1,17 @@
+// GEMM operands as f32 vec4s (k % 4 == 0, so a vector is wholly inside or outside the matrix).
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
+
+fn load_x(r: u32, k: u32) -> vec4<f32> {
+    if (r < p.m && k < p.k) {
+        return x[(r * p.k + k) / 4u];
+    }
+    return vec4<f32>();
+}
+
+fn load_w(r: u32, k: u32) -> vec4<f32> {
+    if (r < p.n && k < p.k) {
+        return w[(r * p.k + k) / 4u];
+    }
+    return vec4<f32>();
+}

@@ -1,6 +1,8 @@
-// Self-attention for one (query row, head, sequence) per workgroup over the fused [q|k|v] rows.
-// Scores live in workgroup memory only (no [B,H,L,L] buffer); keys past the sequence's real
-// length are never read, which is the padding mask. Two-pass softmax with exp in f32.
+// Self-attention over the fused [q|k|v] rows, tiled: one workgroup per (16 query rows, head,
+// sequence) walks the keys 16 at a time. The K and V tiles sit in workgroup memory, shared by
+// the 16 queries; the softmax is online (running max and sum, exp in f32), so scores never
+// leave workgroup memory and no [B,H,L,L] buffer exists. Keys past the sequence's length are
+// never read: that is the padding mask. Head sizes up to 64 (attention_wide.wgsl above that).
 struct Params {
     seq_len: u32,
     heads: u32,
@@ -14,50 +16,107 @@ struct Params {
 @group(0) @binding(2) var<storage, read> lens: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
-const MAX_LEN: u32 = 512u;
-const MAX_HEAD_DIM: u32 = 256u;
-var<workgroup> scores: array<f32, 512>;
-var<workgroup> q: array<f32, 256>;
+const BQ: u32 = 16u;
+const BK: u32 = 16u;
+const HD: u32 = 64u;
+// Row stride of the K tile: the 16 lanes read 16 different keys at once, in distinct banks.
+const KS: u32 = 65u;
+const NEG: f32 = -3.0e38;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    let i = wg.x;
+var<workgroup> qs: array<f32, 1024>; // BQ x HD
+var<workgroup> ks: array<f32, 1040>; // BK x KS
+var<workgroup> vs: array<f32, 1024>; // BK x HD
+var<workgroup> ss: array<f32, 256>; // BQ x BK scores
+var<workgroup> ps: array<f32, 256>; // BQ x BK probabilities
+var<workgroup> len_shared: u32;
+
+@compute @workgroup_size(16, 16)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let lane = lid.x; // the tile's key for scores; output dims lane + 16c
+    let qi = lid.y; // the query row within the block
     let h = wg.y;
     let b = wg.z;
-    let len = min(lens[b], MAX_LEN);
+    let hd = p.head_dim;
     let ld = 3u * p.hidden;
-    let row = b * p.seq_len + i;
-    let q0 = row * ld + h * p.head_dim;
-    let o0 = row * p.hidden + h * p.head_dim;
-    for (var d = t; d < p.head_dim; d += WG) {
-        q[d] = qkv[q0 + d];
+    let base = b * p.seq_len;
+    if (t == 0u) {
+        len_shared = min(lens[b], p.seq_len);
     }
-    workgroupBarrier();
-    var m = -3.0e38;
-    for (var j = t; j < len; j += WG) {
-        let k0 = (b * p.seq_len + j) * ld + p.hidden + h * p.head_dim;
-        var s = 0.0;
-        for (var d = 0u; d < p.head_dim; d++) {
-            s = fma(q[d], qkv[k0 + d], s);
+    // Uniform for the barriers in the key loop.
+    let len = workgroupUniformLoad(&len_shared);
+    for (var e = t; e < BQ * HD; e += 256u) {
+        let row = wg.x * BQ + e / HD;
+        let d = e % HD;
+        var v = 0.0;
+        if (row < p.seq_len && d < hd) {
+            v = qkv[(base + row) * ld + h * hd + d];
         }
-        s *= p.scale;
-        scores[j] = s;
-        m = max(m, s);
+        qs[e] = v;
     }
-    m = reduce_max(t, m);
-    var sum = 0.0;
-    for (var j = t; j < len; j += WG) {
-        let e = exp(scores[j] - m);
-        scores[j] = e;
-        sum += e;
-    }
-    sum = reduce_sum(t, sum);
-    let inv = select(0.0, 1.0 / sum, len > 0u);
-    for (var d = t; d < p.head_dim; d += WG) {
-        var acc = 0.0;
-        for (var j = 0u; j < len; j++) {
-            acc = fma(scores[j], qkv[(b * p.seq_len + j) * ld + 2u * p.hidden + h * p.head_dim + d], acc);
+    var m = NEG;
+    var l = 0.0;
+    var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+    for (var k0 = 0u; k0 < len; k0 += BK) {
+        workgroupBarrier(); // the previous tile is no longer read
+        for (var e = t; e < BK * HD; e += 256u) {
+            let key = k0 + e / HD;
+            let d = e % HD;
+            var kv = 0.0;
+            var vv = 0.0;
+            if (key < len && d < hd) {
+                let o = (base + key) * ld + h * hd + d;
+                kv = qkv[o + p.hidden];
+                vv = qkv[o + 2u * p.hidden];
+            }
+            ks[(e / HD) * KS + d] = kv;
+            vs[e] = vv;
         }
-        out[o0 + d] = acc * inv;
+        workgroupBarrier();
+        let valid = k0 + lane < len;
+        var s = NEG;
+        if (valid) {
+            var dot = 0.0;
+            for (var d = 0u; d < hd; d++) {
+                dot = fma(qs[qi * HD + d], ks[lane * KS + d], dot);
+            }
+            s = dot * p.scale;
+        }
+        ss[qi * BK + lane] = s;
+        workgroupBarrier();
+        var tile_max = NEG;
+        for (var j = 0u; j < BK; j++) {
+            tile_max = max(tile_max, ss[qi * BK + j]);
+        }
+        let m_new = max(m, tile_max);
+        ps[qi * BK + lane] = select(0.0, exp(s - m_new), valid);
+        workgroupBarrier();
+        let corr = exp(m - m_new);
+        m = m_new;
+        l *= corr;
+        for (var c = 0u; c < 4u; c++) {
+            acc[c] *= corr;
+        }
+        for (var j = 0u; j < BK; j++) {
+            let pj = ps[qi * BK + j];
+            l += pj;
+            for (var c = 0u; c < 4u; c++) {
+                acc[c] = fma(pj, vs[j * HD + lane + 16u * c], acc[c]);
+            }
+        }
+    }
+    let row = wg.x * BQ + qi;
+    if (row < p.seq_len) {
+        let inv = select(0.0, 1.0 / l, l > 0.0);
+        let o0 = (base + row) * p.hidden + h * hd;
+        for (var c = 0u; c < 4u; c++) {
+            let d = lane + 16u * c;
+            if (d < hd) {
+                out[o0 + d] = acc[c] * inv;
+            }
+        }
     }
 }

@@ -234,11 +234,16 @@ fn fill_mask_and_model_families_match_cpu() {
 /// A BERT masked LM of odd sizes (hidden 30, 3 heads, intermediate 37, vocabulary 262) with
 /// seeded weights: GEMM reductions that are not multiples of 4 and partial tiles everywhere.
 fn odd_model() -> ModelFiles {
+    odd_model_sized(30, 3)
+}
+
+/// As [`odd_model`] with `h` hidden units in `heads` heads.
+fn odd_model_sized(h: usize, heads: usize) -> ModelFiles {
     let tiny = root().join("tests/tiny/bert-bf16-sharded");
-    let (h, inter, v) = (30, 37, 262);
+    let (inter, v) = (37, 262);
     let config = serde_json::json!({
         "architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": h,
-        "num_hidden_layers": 2, "num_attention_heads": 3, "intermediate_size": inter,
+        "num_hidden_layers": 2, "num_attention_heads": heads, "intermediate_size": inter,
         "max_position_embeddings": 64, "type_vocab_size": 2, "vocab_size": v,
         "hidden_act": "gelu", "layer_norm_eps": 1e-12, "pad_token_id": 0
     });
@@ -294,9 +299,10 @@ fn odd_model() -> ModelFiles {
 /// logits within 1e-3, the same top token at every picked row.
 fn assert_mlm_matches_cpu(gpu: &Engine, cpu: &Engine, what: &str) {
     assert!(gpu.backend().starts_with("gpu"), "{}", gpu.backend());
+    // Several key tiles of the attention shader, the last one partial.
+    let long = "Hello world, this is a longer test with more words than one tile of keys holds.";
     let encs = vec![
-        gpu.encode("Hello world, this is a longer test.", None, None)
-            .unwrap(),
+        gpu.encode(long, None, None).unwrap(),
         gpu.encode("Short", None, None).unwrap(),
     ];
     let picked = vec![vec![1, 3], vec![1]];
@@ -321,6 +327,17 @@ fn odd_sizes_match_cpu() {
     };
     let cpu = Engine::load(odd_model()).unwrap();
     assert_mlm_matches_cpu(&gpu, &cpu, "odd sizes");
+}
+
+#[test]
+fn heads_wider_than_the_tiled_attention_match_cpu() {
+    // Head size 75: the one-query-per-workgroup attention shader.
+    let model = || odd_model_sized(150, 2);
+    let Some(gpu) = usable(block_on(Engine::load_on(model(), Device::Gpu))) else {
+        return;
+    };
+    let cpu = Engine::load(model()).unwrap();
+    assert_mlm_matches_cpu(&gpu, &cpu, "head size 75");
 }
 
 #[test]

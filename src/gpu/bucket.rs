@@ -331,11 +331,16 @@ impl Builder<'_> {
                         scale.to_bits(),
                     ],
                 );
-                let bg = self.bind(Kernel::Attention, &p, &[&acts[qkv.0], lens, &acts[out.0]]);
+                let kernel = Kernel::attention(head_dim);
+                let bg = self.bind(kernel, &p, &[&acts[qkv.0], lens, &acts[out.0]]);
+                let query_blocks = match kernel {
+                    Kernel::Attention => shape.seq_len.div_ceil(16),
+                    _ => shape.seq_len,
+                };
                 steps.push(Step {
-                    kernel: Kernel::Attention,
+                    kernel,
                     bind_group: bg,
-                    groups: [shape.seq_len as u32, heads as u32, shape.batch as u32],
+                    groups: [query_blocks as u32, heads as u32, shape.batch as u32],
                 });
             }
             Op::Gather { x, out } => {

@@ -11,7 +11,10 @@ pub enum Kernel {
     /// GEMM with scalar loads, for any `k`.
     GemmScalar,
     LayerNorm,
+    /// Tiled attention with an online softmax, head sizes up to [`Kernel::TILED_HEAD_DIM`].
     Attention,
+    /// One workgroup per query row, for larger heads.
+    AttentionWide,
     Gather,
 }
 
@@ -27,18 +30,31 @@ impl Kernel {
             Kernel::GemmScalar => "gemm_scalar",
             Kernel::LayerNorm => "layer_norm",
             Kernel::Attention => "attention",
+            Kernel::AttentionWide => "attention_wide",
             Kernel::Gather => "gather",
         }
     }
 
-    const ALL: [Kernel; 6] = [
+    const ALL: [Kernel; 7] = [
         Kernel::Embeddings,
         Kernel::Gemm,
         Kernel::GemmScalar,
         Kernel::LayerNorm,
         Kernel::Attention,
+        Kernel::AttentionWide,
         Kernel::Gather,
     ];
+
+    pub const TILED_HEAD_DIM: usize = 64;
+
+    /// The attention variant for a head size.
+    pub fn attention(head_dim: usize) -> Kernel {
+        if head_dim <= Kernel::TILED_HEAD_DIM {
+            Kernel::Attention
+        } else {
+            Kernel::AttentionWide
+        }
+    }
 
     /// The GEMM variant for a reduction of `k`.
     pub fn gemm(k: usize) -> Kernel {
@@ -56,7 +72,8 @@ impl Kernel {
             Kernel::Gemm => (include_str!("../../shaders/gemm_vec4.wgsl"), GEMM),
             Kernel::GemmScalar => (include_str!("../../shaders/gemm_scalar.wgsl"), GEMM),
             Kernel::LayerNorm => (COMMON, include_str!("../../shaders/layer_norm.wgsl")),
-            Kernel::Attention => (COMMON, include_str!("../../shaders/attention.wgsl")),
+            Kernel::Attention => ("", include_str!("../../shaders/attention.wgsl")),
+            Kernel::AttentionWide => (COMMON, include_str!("../../shaders/attention_wide.wgsl")),
             Kernel::Gather => ("", include_str!("../../shaders/gather.wgsl")),
         };
         format!("{prelude}\n{body}")

@@ -145,6 +145,31 @@ impl WebEngine {
         self.engine.gpu_failure()
     }
 
+    /// Per-kernel GPU milliseconds (JSON object, `null` without timestamp queries) of one
+    /// forward over `text`, for profiling in a browser.
+    #[wasm_bindgen(js_name = debugProfile)]
+    pub fn debug_profile(&self, text: String) -> js_sys::Promise {
+        let (engine, busy) = (self.engine.clone(), self.busy.clone());
+        wasm_bindgen_futures::future_to_promise(async move {
+            if busy.replace(true) {
+                return Err(JsError::new("webert: this engine is already running a call").into());
+            }
+            let result = async {
+                let window = engine.encode(&text, None, Some(usize::MAX))?;
+                engine.gpu_profile(&[window]).await
+            }
+            .await;
+            busy.set(false);
+            let kernels = result.map_err(js_error)?;
+            let json: Option<serde_json::Map<String, serde_json::Value>> = kernels.map(|k| {
+                k.into_iter()
+                    .map(|(n, ms)| (n.to_string(), ms.into()))
+                    .collect()
+            });
+            Ok(JsValue::from(serde_json::json!(json).to_string()))
+        })
+    }
+
     /// Destroys the GPU device as a lost device would be (tests of the CPU fallback).
     #[wasm_bindgen(js_name = debugLoseDevice)]
     pub fn debug_lose_device(&self) {

@@ -142,6 +142,7 @@ export class Model {
         if (what === 'trap') debugTrap();
         else if (what === 'trap-async') await guarded(debugTrapAsync());
         else if (what === 'lose-device') this.engine?.debugLoseDevice();
+        else if (what.startsWith('profile:')) return JSON.parse(await guarded(this.engine.debugProfile(what.slice(8))));
         else throw new Error(`unknown debug hook ${what}`);
       } catch (e) {
         throw this.recover(e);

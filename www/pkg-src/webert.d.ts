@@ -90,6 +90,8 @@ interface PipelineBase {
   debugTrapAsync(): Promise<void>;
   /** Destroys the WebGPU device as a lost device would be, to test the fallback. */
   debugLoseDevice(): Promise<void>;
+  /** GPU milliseconds per kernel of one forward over `text` (WebGPU with timestamp queries; else null). */
+  debugProfile(text: string): Promise<Record<string, number> | null>;
 }
 
 /** `true` cuts at the model's limit, a number at that many tokens; otherwise long inputs are an error. */

@@ -225,5 +225,6 @@ export async function pipeline(task, model, options = {}) {
     debugTrap: () => entry.host.send({ op: 'debug', what: 'trap' }),
     debugTrapAsync: () => entry.host.send({ op: 'debug', what: 'trap-async' }),
     debugLoseDevice: () => entry.host.send({ op: 'debug', what: 'lose-device' }),
+    debugProfile: (text) => entry.host.send({ op: 'debug', what: `profile:${text}` }),
   });
 }

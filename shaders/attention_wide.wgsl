@@ -1,0 +1,64 @@
+// Self-attention for head sizes above 64 (attention.wgsl tiles the common ones): one workgroup
+// per (query row, head, sequence) over the fused [q|k|v] rows. Scores live in workgroup memory
+// only; keys past the sequence's real length are never read (the padding mask). Two-pass softmax
+// with exp in f32.
+struct Params {
+    seq_len: u32,
+    heads: u32,
+    head_dim: u32,
+    hidden: u32,
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;
+@group(0) @binding(2) var<storage, read> lens: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+const MAX_LEN: u32 = 512u;
+const MAX_HEAD_DIM: u32 = 256u;
+var<workgroup> scores: array<f32, 512>;
+var<workgroup> q: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let i = wg.x;
+    let h = wg.y;
+    let b = wg.z;
+    let len = min(lens[b], MAX_LEN);
+    let ld = 3u * p.hidden;
+    let row = b * p.seq_len + i;
+    let q0 = row * ld + h * p.head_dim;
+    let o0 = row * p.hidden + h * p.head_dim;
+    for (var d = t; d < p.head_dim; d += WG) {
+        q[d] = qkv[q0 + d];
+    }
+    workgroupBarrier();
+    var m = -3.0e38;
+    for (var j = t; j < len; j += WG) {
+        let k0 = (b * p.seq_len + j) * ld + p.hidden + h * p.head_dim;
+        var s = 0.0;
+        for (var d = 0u; d < p.head_dim; d++) {
+            s = fma(q[d], qkv[k0 + d], s);
+        }
+        s *= p.scale;
+        scores[j] = s;
+        m = max(m, s);
+    }
+    m = reduce_max(t, m);
+    var sum = 0.0;
+    for (var j = t; j < len; j += WG) {
+        let e = exp(scores[j] - m);
+        scores[j] = e;
+        sum += e;
+    }
+    sum = reduce_sum(t, sum);
+    let inv = select(0.0, 1.0 / sum, len > 0u);
+    for (var d = t; d < p.head_dim; d += WG) {
+        var acc = 0.0;
+        for (var j = 0u; j < len; j++) {
+            acc = fma(scores[j], qkv[(b * p.seq_len + j) * ld + 2u * p.hidden + h * p.head_dim + d], acc);
+        }
+        out[o0 + d] = acc * inv;
+    }
+}

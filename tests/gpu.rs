@@ -8,6 +8,7 @@ use common::*;
 use pollster::block_on;
 use std::path::Path;
 use webert::engine::{Device, Engine};
+use webert::gpu::GpuOptions;
 use webert::model::{ModelFiles, Tensor, Weights};
 use webert::tasks::{classify, embed, fill_mask, ner, qa};
 
@@ -321,6 +322,59 @@ fn odd_sizes_match_cpu() {
     };
     let cpu = Engine::load(odd_model()).unwrap();
     assert_mlm_matches_cpu(&gpu, &cpu, "odd sizes");
+}
+
+fn capped(bytes: u64) -> GpuOptions {
+    GpuOptions {
+        max_weight_binding: Some(bytes),
+    }
+}
+
+/// The embeddings of a split word table are gathered chunk by chunk before the encoder.
+fn assert_split(gpu: &Engine) {
+    let encs = vec![gpu.encode("split", None, None).unwrap()];
+    if let Some(kernels) = block_on(gpu.gpu_profile(&encs)).unwrap() {
+        assert!(kernels.iter().any(|(k, _)| *k == "gather"), "{kernels:?}");
+    }
+}
+
+/// Weights over a (here lowered) binding limit are split by rows: the word table, the tied
+/// masked-LM decoder, the fused QKV matrices. Answers stay the CPU's.
+#[test]
+fn split_weights_match_cpu() {
+    let dir = model_dir("splade-tiny");
+    let files = ModelFiles::from_dir(&dir).unwrap();
+    let Some(gpu) = usable(block_on(Engine::load_gpu_with(files, capped(4 << 20)))) else {
+        return;
+    };
+    assert_split(&gpu);
+    let cpu = engine(&dir);
+    for text in [
+        "The capital of France is [MASK].",
+        "[MASK] loves [MASK] food.",
+    ] {
+        let a = block_on(fill_mask::fill_mask(&gpu, text, 5, None)).unwrap();
+        let b = block_on(fill_mask::fill_mask(&cpu, text, 5, None)).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            let tokens =
+                |v: &[fill_mask::Prediction]| v.iter().map(|p| p.token).collect::<Vec<_>>();
+            assert_eq!(tokens(x), tokens(y), "{text}");
+        }
+    }
+    let xlmr = root().join("tests/tiny/xlmr-mlm");
+    for (what, files, cpu) in [
+        ("odd sizes", odd_model(), Engine::load(odd_model()).unwrap()),
+        (
+            "xlmr-mlm",
+            ModelFiles::from_dir(&xlmr).unwrap(),
+            engine(&xlmr),
+        ),
+    ] {
+        // 8 KB: the 31 KB word tables in 4 chunks, the 11-12 KB QKV weights in 2.
+        let gpu = block_on(Engine::load_gpu_with(files, capped(8192))).unwrap();
+        assert_split(&gpu);
+        assert_mlm_matches_cpu(&gpu, &cpu, what);
+    }
 }
 
 #[test]

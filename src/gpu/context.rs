@@ -4,25 +4,44 @@
 use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex};
 
+/// Settings of the GPU executor; the default takes what the adapter offers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GpuOptions {
+    /// Caps the bytes of one weight buffer below the adapter's limits, so that tests can make
+    /// a small table split as a large one does on a real adapter.
+    pub max_weight_binding: Option<u64>,
+}
+
+impl GpuOptions {
+    /// `WEBERT_GPU_MAX_BINDING=bytes` (tests and benchmarks of split weights).
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok();
+        GpuOptions {
+            max_weight_binding: var("WEBERT_GPU_MAX_BINDING").and_then(|v| v.parse().ok()),
+        }
+    }
+}
+
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
+    pub options: GpuOptions,
     /// The first uncaptured validation/out-of-memory error, or the device-lost reason.
     failure: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
-    pub async fn new() -> Result<Self> {
+    pub async fn new(options: GpuOptions) -> Result<Self> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let options = wgpu::RequestAdapterOptions {
+        let adapter_options = wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
             ..Default::default()
         };
         let adapter = instance
-            .request_adapter(&options)
+            .request_adapter(&adapter_options)
             .await
             .map_err(|e| Error::Gpu(format!("no GPU adapter: {e}")))?;
         let info = adapter.get_info();
@@ -55,6 +74,7 @@ impl GpuContext {
             queue,
             info,
             limits,
+            options,
             failure,
         })
     }

@@ -295,9 +295,10 @@ impl Builder<'_> {
                 let m = rows_of(x);
                 let bias = linear.bias.map_or(self.dummy, w);
                 let res = residual.map_or(self.dummy, |r| &acts[r.0]);
-                let kernel = Kernel::gemm(linear.n_in);
+                let weight = &self.weights[linear.weight.0];
+                let kernel = Kernel::gemm(linear.n_in, weight.f16);
                 // One GEMM per chunk of a split weight: a range of output columns each.
-                for c in &self.weights[linear.weight.0].chunks {
+                for c in &weight.chunks {
                     let p = uniform(
                         d,
                         self.queue,

@@ -10,14 +10,18 @@ pub struct GpuOptions {
     /// Caps the bytes of one weight buffer below the adapter's limits, so that tests can make
     /// a small table split as a large one does on a real adapter.
     pub max_weight_binding: Option<u64>,
+    /// f16 GEMM weights (f32 accumulation): `None` uses them when the adapter has
+    /// `shader-f16`; `Some(true)` requires them, `Some(false)` keeps f32.
+    pub f16: Option<bool>,
 }
 
 impl GpuOptions {
-    /// `WEBERT_GPU_MAX_BINDING=bytes` (tests and benchmarks of split weights).
+    /// `WEBERT_GPU_MAX_BINDING=bytes` and `WEBERT_GPU_F16=0|1` (benchmarks).
     pub fn from_env() -> Self {
         let var = |name: &str| std::env::var(name).ok();
         GpuOptions {
             max_weight_binding: var("WEBERT_GPU_MAX_BINDING").and_then(|v| v.parse().ok()),
+            f16: var("WEBERT_GPU_F16").map(|v| v != "0"),
         }
     }
 }
@@ -47,7 +51,14 @@ impl GpuContext {
         let info = adapter.get_info();
         let limits = adapter.limits();
         // Timestamps are optional: used only to profile when the adapter offers them.
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        let mut wanted = wgpu::Features::TIMESTAMP_QUERY;
+        if options.f16 != Some(false) {
+            wanted |= wgpu::Features::SHADER_F16;
+        }
+        let features = adapter.features() & wanted;
+        if options.f16 == Some(true) && !features.contains(wgpu::Features::SHADER_F16) {
+            return Err(Error::Gpu(format!("{} has no shader-f16", info.name)));
+        }
         let desc = wgpu::DeviceDescriptor {
             label: Some("webert"),
             required_features: features,
@@ -103,7 +114,13 @@ impl GpuContext {
             .contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
+    /// GEMM weights are stored as f16.
+    pub fn f16(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SHADER_F16)
+    }
+
     pub fn name(&self) -> String {
-        format!("{} ({:?})", self.info.name, self.info.backend)
+        let f16 = if self.f16() { ", f16 weights" } else { "" };
+        format!("{} ({:?}{f16})", self.info.name, self.info.backend)
     }
 }

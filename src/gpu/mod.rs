@@ -47,7 +47,7 @@ impl GpuExecutor {
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        let pipelines = Pipelines::new(&ctx.device);
+        let pipelines = Pipelines::new(&ctx.device, ctx.f16());
         let meta = Plan {
             config: plan.config.clone(),
             weights: Vec::new(),

@@ -1,4 +1,5 @@
 // out[row] = LayerNorm(word[id] + position[pos] + token_type[type]): one workgroup per token.
+// With `gathered`, `word` already holds each token's row (gathered from a split table).
 struct Params {
     rows: u32,
     seq_len: u32,
@@ -6,6 +7,7 @@ struct Params {
     position_offset: u32,
     has_types: u32,
     eps: f32,
+    gathered: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -24,7 +26,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (row >= p.rows) {
         return;
     }
-    let w0 = ids[row] * p.dim;
+    let w0 = select(ids[row], row, p.gathered != 0u) * p.dim;
     let p0 = (row % p.seq_len + p.position_offset) * p.dim;
     let t0 = type_ids[row] * p.dim;
     let o0 = row * p.dim;

@@ -1,7 +1,11 @@
-// out[r] = x[rows[r]]: the first token of each sequence, or the rows a head was asked for.
+// out[r] = x[rows[r] - lo] for rows[r] in [lo, hi), other rows untouched: the first token of
+// each sequence, the rows a head was asked for, or the word-embedding rows held by one chunk
+// of a table split across buffers.
 struct Params {
     rows: u32,
     cols: u32,
+    lo: u32,
+    hi: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -17,5 +21,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let r = e / p.cols;
     let c = e % p.cols;
-    out[e] = x[rows[r] * p.cols + c];
+    let src = rows[r];
+    if (src >= p.lo && src < p.hi) {
+        out[e] = x[(src - p.lo) * p.cols + c];
+    }
 }

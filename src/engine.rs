@@ -3,7 +3,7 @@
 
 use crate::cpu::{Batch, CpuExecutor, Output};
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, GpuExecutor};
+use crate::gpu::{GpuContext, GpuExecutor, GpuOptions};
 use crate::model::{Architecture, ModelConfig, ModelFiles, Plan, TextTokenizer, Windowing};
 use std::sync::Mutex;
 use tokenizers::Encoding;
@@ -84,6 +84,21 @@ impl Engine {
         Engine::on_device(config, tokenizer, plan, device, allow_software).await
     }
 
+    /// Loads a model for the GPU (any adapter) with explicit executor settings: tests and
+    /// benchmarks of split weights and of f16.
+    pub async fn load_gpu_with(files: ModelFiles, options: GpuOptions) -> Result<Engine> {
+        let (config, tokenizer, weights) = files.load()?;
+        let plan = Plan::build(config.clone(), weights)?;
+        let gpu = Engine::gpu(&plan, true, options).await?;
+        Ok(Engine::assemble(
+            config,
+            tokenizer,
+            plan,
+            Some(gpu),
+            Device::Gpu,
+        ))
+    }
+
     /// A model of a standard shape (`bert-base`, …) with random weights and the tokenizer of
     /// `files`, for timing only.
     pub async fn synthetic(files: ModelFiles, shape: &str, device: Device) -> Result<Engine> {
@@ -108,14 +123,16 @@ impl Engine {
     ) -> Result<Engine> {
         let gpu = match device {
             Device::Cpu => None,
-            Device::Gpu => Some(Engine::gpu(&plan, true).await?),
-            Device::Auto => Engine::gpu(&plan, allow_software).await.ok(),
+            Device::Gpu => Some(Engine::gpu(&plan, true, GpuOptions::from_env()).await?),
+            Device::Auto => Engine::gpu(&plan, allow_software, GpuOptions::from_env())
+                .await
+                .ok(),
         };
         Ok(Engine::assemble(config, tokenizer, plan, gpu, device))
     }
 
-    async fn gpu(plan: &Plan, allow_software: bool) -> Result<GpuExecutor> {
-        let ctx = GpuContext::new().await?;
+    async fn gpu(plan: &Plan, allow_software: bool, options: GpuOptions) -> Result<GpuExecutor> {
+        let ctx = GpuContext::new(options).await?;
         if !allow_software && ctx.is_software() {
             return Err(Error::Gpu(format!(
                 "{} is a software adapter, slower than the CPU path",

@@ -1,5 +1,6 @@
 //! The WGSL executor against the CPU executor on every real model and task: hidden states
-//! within 1e-3, identical labels, entities, answers and fill-mask tokens; and the fallback to
+//! within 1e-3 (f32 weights; f16 ones within cosine 0.999), identical labels, entities,
+//! answers and fill-mask tokens; weights split past the binding limit; and the fallback to
 //! the CPU when the device is lost. CI runs these on Mesa's lavapipe Vulkan adapter; elsewhere
 //! they are skipped when no adapter exists (CI=1 or WEBERT_REQUIRE_GPU=1 makes that a failure).
 
@@ -8,11 +9,19 @@ use common::*;
 use pollster::block_on;
 use std::path::Path;
 use webert::engine::{Device, Engine};
+use webert::gpu::GpuOptions;
 use webert::model::{ModelFiles, Tensor, Weights};
 use webert::tasks::{classify, embed, fill_mask, ner, qa};
 
+/// f32 weights: the 1e-3 comparisons are of the f32 path (f16 has a test of its own).
+const F32: GpuOptions = GpuOptions {
+    max_weight_binding: None,
+    f16: Some(false),
+};
+
 fn gpu_engine(dir: &Path) -> Option<Engine> {
-    usable(block_on(Engine::from_dir_on(dir, Device::Gpu)))
+    let files = ModelFiles::from_dir(dir).unwrap();
+    usable(block_on(Engine::load_gpu_with(files, F32)))
 }
 
 fn usable(e: webert::Result<Engine>) -> Option<Engine> {
@@ -322,11 +331,141 @@ fn assert_mlm_matches_cpu(gpu: &Engine, cpu: &Engine, what: &str) {
 
 #[test]
 fn odd_sizes_match_cpu() {
-    let Some(gpu) = usable(block_on(Engine::load_on(odd_model(), Device::Gpu))) else {
+    let Some(gpu) = usable(block_on(Engine::load_gpu_with(odd_model(), F32))) else {
         return;
     };
     let cpu = Engine::load(odd_model()).unwrap();
     assert_mlm_matches_cpu(&gpu, &cpu, "odd sizes");
+}
+
+fn capped(bytes: u64) -> GpuOptions {
+    GpuOptions {
+        max_weight_binding: Some(bytes),
+        ..F32
+    }
+}
+
+/// The embeddings of a split word table are gathered chunk by chunk before the encoder.
+fn assert_split(gpu: &Engine) {
+    let encs = vec![gpu.encode("split", None, None).unwrap()];
+    if let Some(kernels) = block_on(gpu.gpu_profile(&encs)).unwrap() {
+        assert!(kernels.iter().any(|(k, _)| *k == "gather"), "{kernels:?}");
+    }
+}
+
+/// Weights over a (here lowered) binding limit are split by rows: the word table, the tied
+/// masked-LM decoder, the fused QKV matrices. Answers stay the CPU's.
+#[test]
+fn split_weights_match_cpu() {
+    let dir = model_dir("splade-tiny");
+    let files = ModelFiles::from_dir(&dir).unwrap();
+    let Some(gpu) = usable(block_on(Engine::load_gpu_with(files, capped(4 << 20)))) else {
+        return;
+    };
+    assert_split(&gpu);
+    let cpu = engine(&dir);
+    for text in [
+        "The capital of France is [MASK].",
+        "[MASK] loves [MASK] food.",
+    ] {
+        let a = block_on(fill_mask::fill_mask(&gpu, text, 5, None)).unwrap();
+        let b = block_on(fill_mask::fill_mask(&cpu, text, 5, None)).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            let tokens =
+                |v: &[fill_mask::Prediction]| v.iter().map(|p| p.token).collect::<Vec<_>>();
+            assert_eq!(tokens(x), tokens(y), "{text}");
+        }
+    }
+    let xlmr = root().join("tests/tiny/xlmr-mlm");
+    for (what, files, cpu) in [
+        ("odd sizes", odd_model(), Engine::load(odd_model()).unwrap()),
+        (
+            "xlmr-mlm",
+            ModelFiles::from_dir(&xlmr).unwrap(),
+            engine(&xlmr),
+        ),
+    ] {
+        // 8 KB: the 31 KB word tables in 4 chunks, the 11-12 KB QKV weights in 2.
+        let gpu = block_on(Engine::load_gpu_with(files, capped(8192))).unwrap();
+        assert_split(&gpu);
+        assert_mlm_matches_cpu(&gpu, &cpu, what);
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>();
+    dot(a, b) / (dot(a, a) * dot(b, b)).sqrt()
+}
+
+/// f16 GEMM weights, where the adapter has `shader-f16` (skipped, saying so, where it has
+/// not): hidden states within cosine 0.999 of the CPU's, the same entities and labels.
+#[test]
+fn f16_weights_match_cpu() {
+    let f16 = GpuOptions {
+        f16: Some(true),
+        ..Default::default()
+    };
+    let load = |dir: &Path| {
+        let gpu = block_on(Engine::load_gpu_with(
+            ModelFiles::from_dir(dir).unwrap(),
+            f16,
+        ));
+        (usable(gpu), engine(dir))
+    };
+    let dir = model_dir("minilm");
+    match block_on(Engine::load_gpu_with(
+        ModelFiles::from_dir(&dir).unwrap(),
+        f16,
+    )) {
+        Err(e) if e.to_string().contains("shader-f16") => {
+            return eprintln!("skipping the f16 test: {e}");
+        }
+        _ => {}
+    }
+    let (Some(gpu), cpu) = load(&dir) else { return };
+    assert!(gpu.backend().contains("f16"), "{}", gpu.backend());
+    let g = golden("minilm.json");
+    let inputs: Vec<(&str, Option<&str>)> = g["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["truncation_max_length"].is_null())
+        .map(|c| (str_of(c, "text"), opt_str(c, "text_pair")))
+        .collect();
+    let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
+    let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let c = cosine(&x.concat(), &y.concat());
+        assert!(c >= 0.999, "case {i}: cosine {c}");
+    }
+    let (Some(gpu), cpu) = load(&model_dir("pii")) else {
+        return;
+    };
+    let opts = ner::NerOptions {
+        aggregation: "first".parse().unwrap(),
+        ..Default::default()
+    };
+    for case in golden("pii.json")["cases"].as_array().unwrap() {
+        let text = str_of(case, "text");
+        let a = block_on(ner::ner(&gpu, text, &opts)).unwrap();
+        let b = block_on(ner::ner(&cpu, text, &opts)).unwrap();
+        let spans = |v: &[ner::Entity]| {
+            v.iter()
+                .map(|e| (e.label().to_string(), e.start, e.end))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(spans(&a), spans(&b), "{text:.40}");
+    }
+    let (Some(gpu), cpu) = load(&with_head("seqcls")) else {
+        return;
+    };
+    let inputs = [("I loved this film", None), ("terrible, boring", None)];
+    let opts = classify::ClassifyOptions::default();
+    let a = block_on(classify::classify(&gpu, &inputs, opts)).unwrap();
+    let b = block_on(classify::classify(&cpu, &inputs, opts)).unwrap();
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x[0].label, y[0].label);
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! uniforms, bind groups and dispatch sizes, all made once and reused by every call that fits.
 
 use super::pipelines::{Kernel, Pipelines};
+use super::weights::GpuWeight;
 use crate::model::{Activation, BufId, Op, Plan, Rows};
 
 pub struct Step {
@@ -93,6 +94,16 @@ fn per_row(rows: usize) -> [u32; 3] {
     [x as u32, rows.div_ceil(65535).max(1) as u32, 1]
 }
 
+/// Workgroups of 256 for one invocation per element, past 65535 groups going to `y`.
+fn per_element(n: usize) -> [u32; 3] {
+    let groups = n.div_ceil(256);
+    [
+        groups.clamp(1, 65535) as u32,
+        groups.div_ceil(65535).max(1) as u32,
+        1,
+    ]
+}
+
 fn act_code(a: Activation) -> u32 {
     match a {
         Activation::None => 0,
@@ -108,7 +119,7 @@ pub struct Builder<'a> {
     pub queue: &'a wgpu::Queue,
     pub pipelines: &'a Pipelines,
     pub plan: &'a Plan,
-    pub weights: &'a [wgpu::Buffer],
+    pub weights: &'a [GpuWeight],
     pub dummy: &'a wgpu::Buffer,
 }
 
@@ -212,7 +223,8 @@ impl Builder<'_> {
         steps: &mut Vec<Step>,
     ) {
         let plan = self.plan;
-        let w = |id: crate::model::WeightId| &self.weights[id.0];
+        let d = self.device;
+        let w = |id: crate::model::WeightId| self.weights[id.0].whole();
         let rows_of = |b: BufId| shape.rows(plan.buffers[b.0].rows);
         match *op {
             Op::Embeddings {
@@ -225,8 +237,21 @@ impl Builder<'_> {
             } => {
                 let rows = rows_of(out);
                 let dim = plan.buffers[out.0].cols;
+                // A split table: each chunk's rows are gathered first, then read in order.
+                let chunks = &self.weights[word.0].chunks;
+                let gathered = (chunks.len() > 1).then(|| storage(d, "word_rows", rows * dim * 4));
+                for c in chunks.iter() {
+                    let Some(g) = &gathered else { break };
+                    let hi = (c.row0 + c.rows) as u32;
+                    let p = uniform(d, self.queue, &[rows as u32, dim as u32, c.row0 as u32, hi]);
+                    steps.push(Step {
+                        kernel: Kernel::Gather,
+                        bind_group: self.bind(Kernel::Gather, &p, &[&c.buffer, ids, g]),
+                        groups: per_element(rows * dim),
+                    });
+                }
                 let p = uniform(
-                    self.device,
+                    d,
                     self.queue,
                     &[
                         rows as u32,
@@ -235,6 +260,7 @@ impl Builder<'_> {
                         position_offset as u32,
                         token_type.is_some() as u32,
                         norm.eps.to_bits(),
+                        gathered.is_some() as u32,
                     ],
                 );
                 let tt = token_type.map_or(self.dummy, w);
@@ -244,7 +270,7 @@ impl Builder<'_> {
                     &[
                         ids,
                         type_ids,
-                        w(word),
+                        gathered.as_ref().unwrap_or_else(|| w(word)),
                         w(position),
                         tt,
                         w(norm.gamma),
@@ -267,34 +293,37 @@ impl Builder<'_> {
                 out,
             } => {
                 let m = rows_of(x);
-                let p = uniform(
-                    self.device,
-                    self.queue,
-                    &[
-                        m as u32,
-                        linear.n_out as u32,
-                        linear.n_in as u32,
-                        act_code(act),
-                        linear.bias.is_some() as u32,
-                        residual.is_some() as u32,
-                        linear.n_out as u32,
-                        0,
-                    ],
-                );
                 let bias = linear.bias.map_or(self.dummy, w);
                 let res = residual.map_or(self.dummy, |r| &acts[r.0]);
-                let kernel = Kernel::gemm(linear.n_in);
-                let bg = self.bind(
-                    kernel,
-                    &p,
-                    &[&acts[x.0], w(linear.weight), bias, res, &acts[out.0]],
-                );
-                let groups = [linear.n_out.div_ceil(64) as u32, m.div_ceil(64) as u32, 1];
-                steps.push(Step {
-                    kernel,
-                    bind_group: bg,
-                    groups,
-                });
+                let weight = &self.weights[linear.weight.0];
+                let kernel = Kernel::gemm(linear.n_in, weight.f16);
+                // One GEMM per chunk of a split weight: a range of output columns each.
+                for c in &weight.chunks {
+                    let p = uniform(
+                        d,
+                        self.queue,
+                        &[
+                            m as u32,
+                            c.rows as u32,
+                            linear.n_in as u32,
+                            act_code(act),
+                            linear.bias.is_some() as u32,
+                            residual.is_some() as u32,
+                            linear.n_out as u32,
+                            c.row0 as u32,
+                        ],
+                    );
+                    let bg = self.bind(
+                        kernel,
+                        &p,
+                        &[&acts[x.0], &c.buffer, bias, res, &acts[out.0]],
+                    );
+                    steps.push(Step {
+                        kernel,
+                        bind_group: bg,
+                        groups: [c.rows.div_ceil(64) as u32, m.div_ceil(64) as u32, 1],
+                    });
+                }
                 if let Some(n) = norm {
                     let p = uniform(
                         self.device,
@@ -321,7 +350,7 @@ impl Builder<'_> {
             } => {
                 let scale = 1.0 / (head_dim as f32).sqrt();
                 let p = uniform(
-                    self.device,
+                    d,
                     self.queue,
                     &[
                         shape.seq_len as u32,
@@ -351,18 +380,12 @@ impl Builder<'_> {
                 } else {
                     first_rows
                 };
-                let p = uniform(self.device, self.queue, &[rows as u32, spec.cols as u32]);
+                let p = uniform(d, self.queue, &[rows as u32, spec.cols as u32, 0, u32::MAX]);
                 let bg = self.bind(Kernel::Gather, &p, &[&acts[x.0], index, &acts[out.0]]);
-                let threads = (rows * spec.cols).div_ceil(256);
-                let groups = [
-                    threads.clamp(1, 65535) as u32,
-                    threads.div_ceil(65535).max(1) as u32,
-                    1,
-                ];
                 steps.push(Step {
                     kernel: Kernel::Gather,
                     bind_group: bg,
-                    groups,
+                    groups: per_element(rows * spec.cols),
                 });
             }
         }

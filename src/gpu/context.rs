@@ -4,17 +4,40 @@
 use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex};
 
+/// Settings of the GPU executor; the default takes what the adapter offers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GpuOptions {
+    /// Caps the bytes of one weight buffer below the adapter's limits, so that tests can make
+    /// a small table split as a large one does on a real adapter.
+    pub max_weight_binding: Option<u64>,
+    /// f16 GEMM weights (f32 accumulation): `None` uses them when the adapter has
+    /// `shader-f16`; `Some(true)` requires them, `Some(false)` keeps f32.
+    pub f16: Option<bool>,
+}
+
+impl GpuOptions {
+    /// `WEBERT_GPU_MAX_BINDING=bytes` and `WEBERT_GPU_F16=0|1` (benchmarks).
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok();
+        GpuOptions {
+            max_weight_binding: var("WEBERT_GPU_MAX_BINDING").and_then(|v| v.parse().ok()),
+            f16: var("WEBERT_GPU_F16").map(|v| v != "0"),
+        }
+    }
+}
+
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
+    pub options: GpuOptions,
     /// The first uncaptured validation/out-of-memory error, or the device-lost reason.
     failure: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
-    pub async fn new() -> Result<Self> {
+    pub async fn new(options: GpuOptions) -> Result<Self> {
         // wgpu panics where JS has neither a window nor a worker scope (Node), so ask first.
         #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
         if !wgpu::util::is_browser_webgpu_supported().await {
@@ -24,18 +47,25 @@ impl GpuContext {
         }
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let options = wgpu::RequestAdapterOptions {
+        let adapter_options = wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
             ..Default::default()
         };
         let adapter = instance
-            .request_adapter(&options)
+            .request_adapter(&adapter_options)
             .await
             .map_err(|e| Error::Gpu(format!("no GPU adapter: {e}")))?;
         let info = adapter.get_info();
         let limits = adapter.limits();
         // Timestamps are optional: used only to profile when the adapter offers them.
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        let mut wanted = wgpu::Features::TIMESTAMP_QUERY;
+        if options.f16 != Some(false) {
+            wanted |= wgpu::Features::SHADER_F16;
+        }
+        let features = adapter.features() & wanted;
+        if options.f16 == Some(true) && !features.contains(wgpu::Features::SHADER_F16) {
+            return Err(Error::Gpu(format!("{} has no shader-f16", info.name)));
+        }
         let desc = wgpu::DeviceDescriptor {
             label: Some("webert"),
             required_features: features,
@@ -62,6 +92,7 @@ impl GpuContext {
             queue,
             info,
             limits,
+            options,
             failure,
         })
     }
@@ -90,11 +121,17 @@ impl GpuContext {
             .contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
+    /// GEMM weights are stored as f16.
+    pub fn f16(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SHADER_F16)
+    }
+
     pub fn name(&self) -> String {
         let name = match self.info.name.as_str() {
             "" => "unnamed adapter", // browsers may withhold the description
             n => n,
         };
-        format!("{name} ({:?})", self.info.backend)
+        let f16 = if self.f16() { ", f16 weights" } else { "" };
+        format!("{name} ({:?}{f16})", self.info.backend)
     }
 }

@@ -6,12 +6,13 @@ mod bucket;
 mod context;
 mod pipelines;
 mod readback;
+mod weights;
 
 use crate::cpu::{Batch, Output};
 use crate::error::{Error, Result};
-use crate::model::Plan;
+use crate::model::{BufferSpec, Plan};
 use bucket::{Bucket, Builder, Shape};
-pub use context::GpuContext;
+pub use context::{GpuContext, GpuOptions};
 use pipelines::Pipelines;
 use std::collections::HashMap;
 
@@ -23,7 +24,7 @@ pub struct GpuExecutor {
     ctx: GpuContext,
     pipelines: Pipelines,
     plan: Plan,
-    weights: Vec<wgpu::Buffer>,
+    weights: Vec<weights::GpuWeight>,
     dummy: wgpu::Buffer,
     buckets: HashMap<Shape, Bucket>,
 }
@@ -39,31 +40,14 @@ impl GpuExecutor {
                 cfg.head_dim()
             )));
         }
-        let max_binding = ctx.limits.max_storage_buffer_binding_size as usize;
-        let mut weights = Vec::with_capacity(plan.weights.len());
-        for (t, name) in plan.weights.iter().zip(&plan.weight_names) {
-            let bytes = t.data.len() * 4;
-            if bytes > max_binding {
-                return Err(Error::Gpu(format!(
-                    "tensor `{name}` ({bytes} bytes) exceeds the adapter's max storage binding of {max_binding} bytes"
-                )));
-            }
-            let contents: Vec<u8> = t.data.iter().flat_map(|x| x.to_le_bytes()).collect();
-            weights.push(bucket::filled(
-                &ctx.device,
-                &ctx.queue,
-                name,
-                wgpu::BufferUsages::STORAGE,
-                &contents,
-            ));
-        }
+        let weights = weights::upload(&ctx, plan)?;
         let dummy = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("unused"),
             size: 16,
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        let pipelines = Pipelines::new(&ctx.device);
+        let pipelines = Pipelines::new(&ctx.device, ctx.f16());
         let meta = Plan {
             config: plan.config.clone(),
             weights: Vec::new(),
@@ -192,6 +176,14 @@ impl GpuExecutor {
             picked: batch.picked.len(),
         };
         if !self.buckets.contains_key(&shape) {
+            let max = self.ctx.limits.max_storage_buffer_binding_size as usize;
+            let too_big = |s: &&BufferSpec| shape.rows(s.rows) * s.cols * 4 > max;
+            if let Some(spec) = self.plan.buffers.iter().find(too_big) {
+                return Err(Error::Gpu(format!(
+                    "the `{}` activations of {b} x {l} tokens exceed the adapter's storage binding limit of {max} bytes",
+                    spec.name
+                )));
+            }
             let builder = Builder {
                 device: &self.ctx.device,
                 queue: &self.ctx.queue,

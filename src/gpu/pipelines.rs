@@ -10,6 +10,8 @@ pub enum Kernel {
     Gemm,
     /// GEMM with scalar loads, for any `k`.
     GemmScalar,
+    /// GEMM with f16 weights (`k % 4 == 0`), on adapters with `shader-f16`.
+    GemmF16,
     LayerNorm,
     /// Tiled attention with an online softmax, head sizes up to [`Kernel::TILED_HEAD_DIM`].
     Attention,
@@ -19,7 +21,7 @@ pub enum Kernel {
 }
 
 pub struct Pipelines {
-    pipelines: Vec<wgpu::ComputePipeline>,
+    pipelines: Vec<(Kernel, wgpu::ComputePipeline)>,
 }
 
 impl Kernel {
@@ -28,6 +30,7 @@ impl Kernel {
             Kernel::Embeddings => "embeddings",
             Kernel::Gemm => "gemm",
             Kernel::GemmScalar => "gemm_scalar",
+            Kernel::GemmF16 => "gemm_f16",
             Kernel::LayerNorm => "layer_norm",
             Kernel::Attention => "attention",
             Kernel::AttentionWide => "attention_wide",
@@ -35,10 +38,11 @@ impl Kernel {
         }
     }
 
-    const ALL: [Kernel; 7] = [
+    const ALL: [Kernel; 8] = [
         Kernel::Embeddings,
         Kernel::Gemm,
         Kernel::GemmScalar,
+        Kernel::GemmF16,
         Kernel::LayerNorm,
         Kernel::Attention,
         Kernel::AttentionWide,
@@ -56,9 +60,11 @@ impl Kernel {
         }
     }
 
-    /// The GEMM variant for a reduction of `k`.
-    pub fn gemm(k: usize) -> Kernel {
-        if k.is_multiple_of(4) {
+    /// The GEMM variant for a reduction of `k` over f16 or f32 weights.
+    pub fn gemm(k: usize, f16: bool) -> Kernel {
+        if f16 {
+            Kernel::GemmF16
+        } else if k.is_multiple_of(4) {
             Kernel::Gemm
         } else {
             Kernel::GemmScalar
@@ -71,6 +77,7 @@ impl Kernel {
             Kernel::Embeddings => (COMMON, include_str!("../../shaders/embeddings.wgsl")),
             Kernel::Gemm => (include_str!("../../shaders/gemm_vec4.wgsl"), GEMM),
             Kernel::GemmScalar => (include_str!("../../shaders/gemm_scalar.wgsl"), GEMM),
+            Kernel::GemmF16 => (include_str!("../../shaders/gemm_f16.wgsl"), GEMM),
             Kernel::LayerNorm => (COMMON, include_str!("../../shaders/layer_norm.wgsl")),
             Kernel::Attention => ("", include_str!("../../shaders/attention.wgsl")),
             Kernel::AttentionWide => (COMMON, include_str!("../../shaders/attention_wide.wgsl")),
@@ -81,28 +88,32 @@ impl Kernel {
 }
 
 impl Pipelines {
-    pub fn new(device: &wgpu::Device) -> Self {
+    /// Every kernel, the f16 one only when `f16` (its module needs the device feature).
+    pub fn new(device: &wgpu::Device, f16: bool) -> Self {
         let pipelines = Kernel::ALL
             .iter()
+            .filter(|k| f16 || **k != Kernel::GemmF16)
             .map(|k| {
                 let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(k.name()),
                     source: wgpu::ShaderSource::Wgsl(k.code().into()),
                 });
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(k.name()),
                     layout: None,
                     module: &module,
                     entry_point: Some("main"),
                     compilation_options: Default::default(),
                     cache: None,
-                })
+                });
+                (*k, pipeline)
             })
             .collect();
         Pipelines { pipelines }
     }
 
     pub fn get(&self, k: Kernel) -> &wgpu::ComputePipeline {
-        &self.pipelines[Kernel::ALL.iter().position(|x| *x == k).unwrap_or(0)]
+        let i = self.pipelines.iter().position(|x| x.0 == k).unwrap_or(0);
+        &self.pipelines[i].1
     }
 }

@@ -1,0 +1,132 @@
+//! Weight placement: each tensor in one storage buffer, or split by row ranges into several
+//! when it exceeds the adapter's binding or buffer size (XLM-R's 250k-row embedding table is
+//! 768 MB). Only tensors whose users can take row ranges are split: Linear weights (one GEMM
+//! per chunk of output columns) and the word embeddings (one gather per chunk). Each chunk is
+//! a buffer of its own, bound whole, so no offset alignment is involved. With `shader-f16`,
+//! the GEMM weight matrices are stored as f16.
+
+use super::context::GpuContext;
+use crate::error::{Error, Result};
+use crate::model::{Op, Plan};
+
+pub struct Chunk {
+    pub buffer: wgpu::Buffer,
+    /// First row of the tensor this chunk holds.
+    pub row0: usize,
+    pub rows: usize,
+}
+
+pub struct GpuWeight {
+    pub chunks: Vec<Chunk>,
+    pub f16: bool,
+}
+
+impl GpuWeight {
+    /// The whole tensor, for users that never take split tensors.
+    pub fn whole(&self) -> &wgpu::Buffer {
+        &self.chunks[0].buffer
+    }
+}
+
+/// Per weight: whether it may be split (every user takes row ranges) and whether it may be
+/// f16 (its only users are vec4 GEMMs).
+fn roles(plan: &Plan) -> (Vec<bool>, Vec<bool>) {
+    let n = plan.weights.len();
+    let (mut whole, mut gemm, mut other) = (vec![false; n], vec![false; n], vec![false; n]);
+    for op in &plan.ops {
+        let (single, split) = match op {
+            Op::Embeddings {
+                word,
+                position,
+                token_type,
+                norm,
+                ..
+            } => (
+                vec![
+                    Some(*position),
+                    *token_type,
+                    Some(norm.gamma),
+                    Some(norm.beta),
+                ],
+                Some(*word),
+            ),
+            Op::Linear { linear, norm, .. } => {
+                if linear.n_in % 4 == 0 {
+                    gemm[linear.weight.0] = true;
+                } else {
+                    other[linear.weight.0] = true;
+                }
+                (
+                    vec![linear.bias, norm.map(|n| n.gamma), norm.map(|n| n.beta)],
+                    None,
+                )
+            }
+            Op::Attention { .. } | Op::Gather { .. } => (Vec::new(), None),
+        };
+        for id in single.iter().flatten() {
+            whole[id.0] = true;
+            other[id.0] = true;
+        }
+        if let Some(id) = split {
+            other[id.0] = true;
+        }
+    }
+    let splittable = whole.iter().map(|w| !w).collect();
+    let half = gemm.iter().zip(&other).map(|(g, o)| *g && !o).collect();
+    (splittable, half)
+}
+
+pub fn upload(ctx: &GpuContext, plan: &Plan) -> Result<Vec<GpuWeight>> {
+    let limits = &ctx.limits;
+    let mut limit = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    if let Some(cap) = ctx.options.max_weight_binding {
+        limit = limit.min(cap);
+    }
+    let (splittable, half) = roles(plan);
+    let mut out = Vec::with_capacity(plan.weights.len());
+    for (i, (t, name)) in plan.weights.iter().zip(&plan.weight_names).enumerate() {
+        let f16 = half[i] && ctx.f16();
+        let rows = t.shape.first().copied().unwrap_or(1).max(1);
+        let cols = t.data.len() / rows;
+        let row_bytes = (cols * if f16 { 2 } else { 4 }) as u64;
+        let bytes = row_bytes * rows as u64;
+        let per_chunk = if bytes <= limit {
+            rows
+        } else if splittable[i] && row_bytes <= limit {
+            (limit / row_bytes) as usize
+        } else {
+            return Err(Error::Gpu(format!(
+                "tensor `{name}` ({bytes} bytes) exceeds the adapter's storage binding limit of {limit} bytes"
+            )));
+        };
+        let chunks = (0..rows)
+            .step_by(per_chunk)
+            .map(|row0| {
+                let n = per_chunk.min(rows - row0);
+                let data = &t.data[row0 * cols..(row0 + n) * cols];
+                let bytes: Vec<u8> = if f16 {
+                    (data.iter())
+                        .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+                        .collect()
+                } else {
+                    data.iter().flat_map(|x| x.to_le_bytes()).collect()
+                };
+                Chunk {
+                    buffer: super::bucket::filled(
+                        &ctx.device,
+                        &ctx.queue,
+                        name,
+                        wgpu::BufferUsages::STORAGE,
+                        &bytes,
+                    ),
+                    row0,
+                    rows: n,
+                }
+            })
+            .collect();
+        out.push(GpuWeight { chunks, f16 });
+    }
+    Ok(out)
+}

@@ -3,19 +3,6 @@
 // the 16 queries; the softmax is online (running max and sum, exp in f32), so scores never
 // leave workgroup memory and no [B,H,L,L] buffer exists. Keys past the sequence's length are
 // never read: that is the padding mask. Head sizes up to 64 (attention_wide.wgsl above that).
-struct Params {
-    seq_len: u32,
-    heads: u32,
-    head_dim: u32,
-    hidden: u32,
-    scale: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;
-@group(0) @binding(2) var<storage, read> lens: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-
 const BQ: u32 = 16u;
 const BK: u32 = 16u;
 const HD: u32 = 64u;

@@ -2,19 +2,6 @@
 // per (query row, head, sequence) over the fused [q|k|v] rows. Scores live in workgroup memory
 // only; keys past the sequence's real length are never read (the padding mask). Two-pass softmax
 // with exp in f32.
-struct Params {
-    seq_len: u32,
-    heads: u32,
-    head_dim: u32,
-    hidden: u32,
-    scale: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;
-@group(0) @binding(2) var<storage, read> lens: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-
 const MAX_LEN: u32 = 512u;
 const MAX_HEAD_DIM: u32 = 256u;
 var<workgroup> scores: array<f32, 512>;

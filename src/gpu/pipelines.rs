@@ -2,6 +2,7 @@
 
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
+const ATTENTION_IO: &str = include_str!("../../shaders/attention_io.wgsl");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
@@ -79,8 +80,14 @@ impl Kernel {
             Kernel::GemmScalar => (include_str!("../../shaders/gemm_scalar.wgsl"), GEMM),
             Kernel::GemmF16 => (include_str!("../../shaders/gemm_f16.wgsl"), GEMM),
             Kernel::LayerNorm => (COMMON, include_str!("../../shaders/layer_norm.wgsl")),
-            Kernel::Attention => ("", include_str!("../../shaders/attention.wgsl")),
-            Kernel::AttentionWide => (COMMON, include_str!("../../shaders/attention_wide.wgsl")),
+            Kernel::Attention => (ATTENTION_IO, include_str!("../../shaders/attention.wgsl")),
+            Kernel::AttentionWide => (
+                concat!(
+                    include_str!("../../shaders/common.wgsl"),
+                    include_str!("../../shaders/attention_io.wgsl")
+                ),
+                include_str!("../../shaders/attention_wide.wgsl"),
+            ),
             Kernel::Gather => ("", include_str!("../../shaders/gather.wgsl")),
         };
         format!("{prelude}\n{body}")

@@ -4,8 +4,12 @@
 
 use super::kernels::Kernel;
 
-/// Depth of one K block: a `KC × nr` B panel stays in L1 while every A strip passes over it.
-const KC: usize = 128;
+/// Depth of one K block: a `kc × nr` B block of 16 KiB stays in L1 while every A strip passes
+/// over it (kc 128 for 32-wide panels, 512 for 8-wide ones: fewer passes over C, and B streams
+/// in longer runs).
+fn kc_for(nr: usize) -> usize {
+    (4096 / nr).clamp(128, 512)
+}
 
 /// B packed as panels of `nr` columns: `data[p][kk][j] = B(kk, p*nr + j)`, zero padded.
 #[derive(Debug, Default, Clone)]
@@ -91,7 +95,7 @@ pub fn gemm(
     let panels = n.div_ceil(nr);
     let mut k0 = 0;
     while k0 < k {
-        let kc = KC.min(k - k0);
+        let kc = kc_for(nr).min(k - k0);
         pack_a(a_pack, a, lda, m, mr, k0, kc);
         for p in 0..panels {
             let cols = nr.min(n - p * nr);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MODELS, ROOT, golden, u16, entitiesU16, requireModels } from './golden.mjs';
+import { CHROMIUM_BACKEND, MODELS, ROOT, golden, u16, entitiesU16, requireModels } from './golden.mjs';
 import { launch } from './browser.mjs';
 import { serve } from '../../scripts/serve.mjs';
 
@@ -70,7 +70,7 @@ test('PII tab: highlighted entities and spans equal the golden pipeline output',
   await page.selectOption('#ner-agg', 'first');
   await page.fill('#ner-text', c.text);
   await run(page, 'ner');
-  assert.match(await page.textContent('#ner-ms'), /ms \(engine [\d.]+ ms, cpu-simd128\)/);
+  assert.match(await page.textContent('#ner-ms'), new RegExp(`ms \\(engine [\\d.]+ ms, ${CHROMIUM_BACKEND}\\)`));
   await page.screenshot({ path: join(ARTIFACTS, 'tab-ner.png'), fullPage: true });
   await page.check('#ner-redact');
   const redacted = await page.$eval('#ner-out', (e) => e.textContent);
@@ -285,7 +285,7 @@ test('CPU timings in Chromium (MiniLM and PII, 128 tokens)', T, async () => {
     }
     return out;
   });
-  console.log(`# Chromium CPU (simd128, 1 thread), batch 1 x 128 tokens: ${JSON.stringify(t)}`);
+  console.log(`# Chromium CPU (${CHROMIUM_BACKEND}, 1 thread), batch 1 x 128 tokens: ${JSON.stringify(t)}`);
   assert.ok(t.minilm.median_ms > 0 && t.minilm.median_ms < 5000);
 });
 
@@ -342,7 +342,7 @@ test('without WebGPU the page says so and runs on the CPU', T, async () => {
     await b.page.fill('#ner-text', c.text);
     await run(b.page, 'ner');
     assert.equal((await marks(b.page)).length, c.pipeline.first.length);
-    assert.equal(await b.page.textContent('#backend'), 'cpu-simd128');
+    assert.equal(await b.page.textContent('#backend'), CHROMIUM_BACKEND);
     const err = await b.page.evaluate(async () => {
       const { pipeline } = await import('/pkg/webert.js');
       return pipeline('ner', '/models/pii/', { device: 'webgpu' }).then(() => null, (e) => e.message);
@@ -359,5 +359,5 @@ test('the page with WebGPU enabled reports the adapter but runs on the CPU', T, 
   const available = await page.$eval('#webgpu', (e) => e.dataset.available);
   console.log(`# --enable-unsafe-webgpu: ${text}`);
   assert.ok(['true', 'false'].includes(available));
-  assert.equal(await page.textContent('#backend'), 'cpu-simd128');
+  assert.equal(await page.textContent('#backend'), CHROMIUM_BACKEND);
 });

@@ -130,13 +130,33 @@ fn pack_a(dst: &mut Vec<f32>, a: &[f32], lda: usize, m: usize, mr: usize, k0: us
     let strips = m.div_ceil(mr);
     dst.clear();
     dst.resize(strips * kc * mr, 0.0);
-    for s in 0..strips {
-        let strip = &mut dst[s * kc * mr..(s + 1) * kc * mr];
-        for i in 0..mr.min(m - s * mr) {
-            let row = &a[(s * mr + i) * lda + k0..(s * mr + i) * lda + k0 + kc];
-            for (kk, &x) in row.iter().enumerate() {
-                strip[kk * mr + i] = x;
+    for (s, strip) in dst.chunks_exact_mut(kc * mr).enumerate() {
+        let row = |i: usize| &a[(s * mr + i) * lda + k0..(s * mr + i) * lda + k0 + kc];
+        let rows = mr.min(m - s * mr);
+        // Full strips of the usual heights interleave rows with constant strides.
+        match (rows == mr, mr) {
+            (true, 4) => interleave::<4>(strip, std::array::from_fn(row)),
+            (true, 6) => interleave::<6>(strip, std::array::from_fn(row)),
+            (true, 8) => interleave::<8>(strip, std::array::from_fn(row)),
+            (true, 12) => interleave::<12>(strip, std::array::from_fn(row)),
+            _ => {
+                for i in 0..rows {
+                    for (d, &x) in strip[i..].iter_mut().step_by(mr).zip(row(i)) {
+                        *d = x;
+                    }
+                }
             }
+        }
+    }
+}
+
+/// `strip[kk * MR + i] = rows[i][kk]`.
+#[inline(always)]
+fn interleave<const MR: usize>(strip: &mut [f32], rows: [&[f32]; MR]) {
+    let kc = rows[0].len();
+    for (kk, out) in strip.chunks_exact_mut(MR).enumerate().take(kc) {
+        for (o, r) in out.iter_mut().zip(&rows) {
+            *o = r[kk];
         }
     }
 }

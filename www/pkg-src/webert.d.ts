@@ -39,7 +39,7 @@ export interface PipelineOptions {
 
 /** Attached (non-enumerable) to every result. */
 export interface ResultMeta {
-  /** What ran, e.g. `cpu-simd128`. */
+  /** What ran: `cpu-relaxed-simd` or `cpu-simd128`. */
   readonly backend: string;
   /** Milliseconds the engine computed. */
   readonly ms: number;

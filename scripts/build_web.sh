@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the npm package into www/pkg (also what the demo page imports): the wasm32 simd128
-# library, wasm-bindgen's --target web glue (the same glue serves Node), wasm-opt when binaryen's
-# npm build is installed (Debian's binaryen 108 produces modules that crash Chromium), and the
-# JS wrapper, worker and types from www/pkg-src. Prints the .wasm size raw and gzipped.
+# Builds the npm package into www/pkg (also what the demo page imports): the wasm32 library twice,
+# simd128 (webert_wasm_bg.wasm) and simd128 + relaxed-simd with FMA (webert_wasm_relaxed_bg.wasm;
+# WebAssembly has no run-time feature detection, so www/pkg-src/simd.js picks one at load),
+# wasm-bindgen's --target web glue (the same glue serves Node and both binaries), wasm-opt when
+# binaryen's npm build is installed (Debian's binaryen 108 produces modules that crash Chromium),
+# and the JS wrapper, worker and types from www/pkg-src. Prints the .wasm sizes raw and gzipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUSTFLAGS="-C target-feature=+simd128" cargo build --lib --release --target wasm32-unknown-unknown
 want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')
 have=$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2 || true)
 if [ "$want" != "$have" ]; then
@@ -14,18 +15,38 @@ if [ "$want" != "$have" ]; then
 fi
 out=www/pkg
 rm -rf "$out"
-wasm-bindgen --target web --out-dir "$out" --out-name webert_wasm --experimental-reset-state-function \
-  target/wasm32-unknown-unknown/release/webert.wasm
-rm -f "$out/webert_wasm.d.ts" "$out/webert_wasm_bg.wasm.d.ts"
 opt=tests/browser/node_modules/.bin/wasm-opt
-if [ -x "$opt" ]; then
-  "$opt" -O3 --enable-simd --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue \
-    "$out/webert_wasm_bg.wasm" -o "$out/webert_wasm_bg.wasm"
-else
-  echo "(wasm-opt skipped: npm install in tests/browser for binaryen)"
-fi
+[ -x "$opt" ] || echo "(wasm-opt skipped: npm install in tests/browser for binaryen)"
+# name, target features, cargo target dir (one per feature set, so neither rebuild evicts the other)
+for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxed-simd target/relaxed"; do
+  read -r name features dir <<<"$build"
+  RUSTFLAGS="-C target-feature=$features" cargo build --lib --release --target wasm32-unknown-unknown --target-dir "$dir"
+  tmp=$(mktemp -d)
+  wasm-bindgen --target web --out-dir "$tmp" --out-name webert_wasm --experimental-reset-state-function \
+    "$dir/wasm32-unknown-unknown/release/webert.wasm"
+  mkdir -p "$out"
+  if [ -f "$out/webert_wasm.js" ]; then
+    # Only the comments naming closure shim indices may differ between the two builds.
+    code() { grep -v '^ *// Cast intrinsic for' "$1"; }
+    cmp -s <(code "$tmp/webert_wasm.js") <(code "$out/webert_wasm.js") ||
+      { echo "the two builds' wasm-bindgen glue differs" >&2; exit 1; }
+  else
+    cp "$tmp/webert_wasm.js" "$out/"
+  fi
+  wasm="$out/${name}_bg.wasm"
+  relaxed=--disable-relaxed-simd
+  [[ $features == *relaxed-simd* ]] && relaxed=--enable-relaxed-simd
+  if [ -x "$opt" ]; then
+    "$opt" -O3 --enable-simd "$relaxed" --enable-bulk-memory --enable-sign-ext \
+      --enable-nontrapping-float-to-int --enable-mutable-globals --enable-reference-types \
+      --enable-multivalue "$tmp/webert_wasm_bg.wasm" -o "$wasm"
+  else
+    cp "$tmp/webert_wasm_bg.wasm" "$wasm"
+  fi
+  rm -rf "$tmp"
+done
 cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
-raw=$(stat -c %s "$out/webert_wasm_bg.wasm")
-gz=$(gzip -9c "$out/webert_wasm_bg.wasm" | wc -c)
-echo "$out ready: webert_wasm_bg.wasm $raw bytes raw, $gz gzip -9"
+for f in "$out"/*.wasm; do
+  echo "$f: $(stat -c %s "$f") bytes raw, $(gzip -9c "$f" | wc -c) gzip -9"
+done
+echo "$out ready"

@@ -16,10 +16,15 @@ echo "wasm32 (simd128) library build: ok"
 # goldens pass there too, but Node 20 WASI crashes intermittently around them; see wasi-run.mjs.)
 CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings scripts/wasi-run.mjs" RUSTFLAGS="-C target-feature=+simd128" \
   cargo test --release --target wasm32-wasip1 --lib --test families
+# Again with relaxed-simd (the FMA kernel of the package's second binary; its own target dir).
+CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings --experimental-wasm-relaxed-simd scripts/wasi-run.mjs" \
+  RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
+  cargo test --release --target wasm32-wasip1 --target-dir target/relaxed --lib --test families
 # The browser product: the npm package (wasm-bindgen + JS wrapper) in Node against the goldens,
 # then in headless Chromium: the demo page's tabs, 100 overlapping calls, offline, no WebGPU,
 # and fresh Vite / plain-ESM apps that install the `npm pack` tarball. Screenshots:
 # target/browser-artifacts/.
 bash scripts/build_web.sh
 node --test tests/browser/node.test.mjs
+node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
 node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/consumer.test.mjs

@@ -21,7 +21,8 @@ if (process.env.WEBERT_WASI_CHILD) {
   const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
   process.exit(wasi.start(instance));
 } else {
-  const child = spawn(process.execPath, ["--no-warnings", fileURLToPath(import.meta.url), wasmPath, ...args], {
+  // The child gets this process's node flags (e.g. --experimental-wasm-relaxed-simd).
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), wasmPath, ...args], {
     env: { ...process.env, WEBERT_WASI_CHILD: "1" },
     stdio: ["inherit", "pipe", "inherit"],
   });

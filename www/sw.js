@@ -4,7 +4,8 @@
 const CACHE = 'webert-demo-v1';
 const SHELL = [
   './', 'index.html', 'app.js', 'style.css',
-  'pkg/webert.js', 'pkg/core.js', 'pkg/files.js', 'pkg/worker.js', 'pkg/webert_wasm.js', 'pkg/webert_wasm_bg.wasm',
+  'pkg/webert.js', 'pkg/core.js', 'pkg/files.js', 'pkg/simd.js', 'pkg/worker.js', 'pkg/webert_wasm.js',
+  'pkg/webert_wasm_bg.wasm', 'pkg/webert_wasm_relaxed_bg.wasm',
 ];
 
 self.addEventListener('install', (e) => {

@@ -4,8 +4,12 @@
 
 use super::kernels::Kernel;
 
-/// Depth of one K block: a `KC × nr` B panel stays in L1 while every A strip passes over it.
-const KC: usize = 128;
+/// Depth of one K block: a `kc × nr` B block of 16 KiB stays in L1 while every A strip passes
+/// over it (kc 128 for 32-wide panels, 512 for 8-wide ones: fewer passes over C, and B streams
+/// in longer runs).
+fn kc_for(nr: usize) -> usize {
+    (4096 / nr).clamp(128, 512)
+}
 
 /// B packed as panels of `nr` columns: `data[p][kk][j] = B(kk, p*nr + j)`, zero padded.
 #[derive(Debug, Default, Clone)]
@@ -91,7 +95,7 @@ pub fn gemm(
     let panels = n.div_ceil(nr);
     let mut k0 = 0;
     while k0 < k {
-        let kc = KC.min(k - k0);
+        let kc = kc_for(nr).min(k - k0);
         pack_a(a_pack, a, lda, m, mr, k0, kc);
         for p in 0..panels {
             let cols = nr.min(n - p * nr);
@@ -126,13 +130,33 @@ fn pack_a(dst: &mut Vec<f32>, a: &[f32], lda: usize, m: usize, mr: usize, k0: us
     let strips = m.div_ceil(mr);
     dst.clear();
     dst.resize(strips * kc * mr, 0.0);
-    for s in 0..strips {
-        let strip = &mut dst[s * kc * mr..(s + 1) * kc * mr];
-        for i in 0..mr.min(m - s * mr) {
-            let row = &a[(s * mr + i) * lda + k0..(s * mr + i) * lda + k0 + kc];
-            for (kk, &x) in row.iter().enumerate() {
-                strip[kk * mr + i] = x;
+    for (s, strip) in dst.chunks_exact_mut(kc * mr).enumerate() {
+        let row = |i: usize| &a[(s * mr + i) * lda + k0..(s * mr + i) * lda + k0 + kc];
+        let rows = mr.min(m - s * mr);
+        // Full strips of the usual heights interleave rows with constant strides.
+        match (rows == mr, mr) {
+            (true, 4) => interleave::<4>(strip, std::array::from_fn(row)),
+            (true, 6) => interleave::<6>(strip, std::array::from_fn(row)),
+            (true, 8) => interleave::<8>(strip, std::array::from_fn(row)),
+            (true, 12) => interleave::<12>(strip, std::array::from_fn(row)),
+            _ => {
+                for i in 0..rows {
+                    for (d, &x) in strip[i..].iter_mut().step_by(mr).zip(row(i)) {
+                        *d = x;
+                    }
+                }
             }
+        }
+    }
+}
+
+/// `strip[kk * MR + i] = rows[i][kk]`.
+#[inline(always)]
+fn interleave<const MR: usize>(strip: &mut [f32], rows: [&[f32]; MR]) {
+    let kc = rows[0].len();
+    for (kk, out) in strip.chunks_exact_mut(MR).enumerate().take(kc) {
+        for (o, r) in out.iter_mut().zip(&rows) {
+            *o = r[kk];
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Micro-kernel registry: one register-tile GEMM kernel per ISA, chosen once at run time
-//! (x86_64) or at compile time (wasm32 `simd128`, aarch64 NEON).
+//! (x86_64) or at compile time (wasm32 `simd128` / `relaxed-simd`, aarch64 NEON).
 
 /// `C[rows×cols] (+)= Astrip[k×mr] · Bpanel[k×nr]` for one register tile.
 pub type TileFn = unsafe fn(
@@ -42,6 +42,8 @@ pub fn available() -> Vec<&'static Kernel> {
             v.push(&super::avx2::KERNEL);
         }
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+    v.push(&super::relaxed::KERNEL);
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     v.push(&super::simd128::KERNEL);
     #[cfg(target_arch = "aarch64")]
@@ -50,7 +52,8 @@ pub fn available() -> Vec<&'static Kernel> {
     v
 }
 
-/// The fastest kernel, or the one named by `WEBERT_ISA` (avx512, avx2, neon, simd128, scalar).
+/// The fastest kernel, or the one named by `WEBERT_ISA` (avx512, avx2, neon, relaxed-simd,
+/// simd128, scalar).
 pub fn select() -> &'static Kernel {
     let all = available();
     let wanted = std::env::var("WEBERT_ISA").ok();

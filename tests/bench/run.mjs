@@ -7,7 +7,8 @@
 //   /tjs/      @huggingface/transformers/dist/   /ort/  onnxruntime-web/dist/  (no CDN)
 //   /models/   models/            (models/pii, models/minilm, models/bench/tjs-minilm)
 // Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
-//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--serve]
+//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--serve]
+// --no-worker: webert on the page's thread (its browser default is a Web Worker).
 import { chromium } from 'playwright-core';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,7 +70,8 @@ async function main() {
       });
       // Headless WebGPU is SwiftShader here (seconds per call): fewer runs for those rows.
       const [n, w] = device === 'webgpu' ? [Number(arg('gpu-runs', 3)), 1] : [runs, warmup];
-      const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&device=${device}`;
+      const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&device=${device}` +
+        (flag('no-worker') ? '&worker=0' : '');
       console.error(`> ${url}`);
       await page.goto(url);
       const res = await page.evaluate(() => window.__bench);
@@ -97,7 +99,8 @@ function print(results) {
   if (!first) return;
   console.log(`\n${first.userAgent}\ncrossOriginIsolated=${first.crossOriginIsolated} ` +
     `hardwareConcurrency=${first.hardwareConcurrency}; median of ${first.runs} runs after ${first.warmup} warm-up; ` +
-    'webert and transformers.js calls alternate; wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread');
+    'webert and transformers.js calls alternate; wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread' +
+    (first.worker ? ' (webert computes in its Web Worker)' : ' (webert in that thread too: --no-worker)'));
   const head = ['model', 'device', 'tokens', 'threads', 'webert ms', 'transformers.js ms', 'ratio tjs/webert', 'min webert', 'min tjs', 'agree'];
   const rows = [];
   for (const r of results) for (const row of r.rows) {

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MODELS, PKG, ROOT, golden, entitiesU16, requireModels } from './golden.mjs';
+import { CHROMIUM_BACKEND, MODELS, NODE_BACKEND, PKG, ROOT, golden, entitiesU16, requireModels } from './golden.mjs';
 import { launch } from './browser.mjs';
 import { serve } from '../../scripts/serve.mjs';
 
@@ -38,10 +38,10 @@ after(async () => {
 test('the packed package holds ESM, types, worker and wasm, with exports', () => {
   const pkg = join(app, 'node_modules/webert');
   const files = readdirSync(pkg).sort();
-  for (const f of ['package.json', 'README.md', 'webert.js', 'webert.d.ts', 'worker.js', 'core.js', 'files.js', 'webert_wasm.js', 'webert_wasm_bg.wasm']) {
+  for (const f of ['package.json', 'README.md', 'webert.js', 'webert.d.ts', 'worker.js', 'core.js', 'files.js', 'simd.js', 'webert_wasm.js', 'webert_wasm_bg.wasm', 'webert_wasm_relaxed_bg.wasm']) {
     assert.ok(files.includes(f), `${f} missing from the package: ${files}`);
   }
-  assert.deepEqual(Object.keys(JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").exports)'], { cwd: pkg }))), ['.', './webert_wasm_bg.wasm', './package.json']);
+  assert.deepEqual(Object.keys(JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").exports)'], { cwd: pkg }))), ['.', './webert_wasm_bg.wasm', './webert_wasm_relaxed_bg.wasm', './package.json']);
 });
 
 test('the .d.ts types a consumer program (tsc --noEmit)', T, () => {
@@ -52,7 +52,7 @@ test('in Node, the installed package runs from its name', T, () => {
   const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
   const out = execFileSync('node', ['node-main.mjs', MODELS, c.text], { cwd: app, encoding: 'utf8' });
   const { entities, backend } = JSON.parse(out);
-  assert.equal(backend, 'cpu-simd128');
+  assert.equal(backend, NODE_BACKEND);
   assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), entitiesU16(c.text, c.pipeline.first).map((e) => [e.entity_group, e.start, e.end]));
 });
 
@@ -64,7 +64,7 @@ async function check(url, what) {
   const error = await page.$eval('#out', (o) => o.dataset.error ?? null);
   assert.equal(error, null, `${what}: ${error}`);
   const { entities, backend } = JSON.parse(await page.$eval('#out', (o) => o.dataset.result));
-  assert.equal(backend, 'cpu-simd128');
+  assert.equal(backend, CHROMIUM_BACKEND);
   const want = entitiesU16(c.text, c.pipeline.first);
   assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), want.map((e) => [e.entity_group, e.start, e.end]), what);
 }

@@ -3,11 +3,15 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const MODELS = process.env.WEBERT_MODELS ?? join(ROOT, 'models');
 export const PKG = join(ROOT, 'www/pkg');
+const { hasRelaxedSimd } = await import(pathToFileURL(join(ROOT, 'www/pkg-src/simd.js')).href);
+/** The build the package starts (www/pkg-src/simd.js): in this Node process, and in Chromium (≥ 114). */
+export const NODE_BACKEND = hasRelaxedSimd() ? 'cpu-relaxed-simd' : 'cpu-simd128';
+export const CHROMIUM_BACKEND = 'cpu-relaxed-simd';
 export const golden = (name) => JSON.parse(readFileSync(join(ROOT, 'tests/golden', name), 'utf8'));
 
 /** UTF-16 index of code point `cp` in `text`. */

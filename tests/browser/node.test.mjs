@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import {
-  MODELS, PKG, ROOT, golden, u16, assertEntities, assertLabelScores, assertClose, folderBytes, withHead, requireModels,
+  MODELS, NODE_BACKEND, PKG, ROOT, golden, u16, assertEntities, assertLabelScores, assertClose, folderBytes, withHead, requireModels,
 } from './golden.mjs';
 import { serve } from '../../scripts/serve.mjs';
 
@@ -27,7 +27,7 @@ before(async () => {
 after(() => server.close());
 
 test('loaded models say what runs them', () => {
-  assert.equal(pii.backend, 'cpu-simd128');
+  assert.equal(pii.backend, NODE_BACKEND);
   assert.equal(pii.info.task, 'token-classification');
   assert.equal(pii.info.labels.length, 35);
   assert.equal(minilm.info.hidden_size, 384);
@@ -73,7 +73,7 @@ test('batched input gives one result per text; results carry backend and timings
   const got = await pii(cases.map((c) => c.text), { aggregation_strategy: 'simple' });
   assert.equal(got.length, cases.length);
   got.forEach((r, i) => assertEntities(cases[i].name, cases[i].text, r, cases[i].pipeline.simple));
-  assert.equal(got.backend, 'cpu-simd128');
+  assert.equal(got.backend, NODE_BACKEND);
   assert.ok(got.ms >= 0 && got.wall_ms >= got.ms);
   assert.deepEqual(Object.keys(got), cases.map((_, i) => String(i)), 'meta stays out of enumeration');
 });

@@ -5,6 +5,7 @@
 
 import init, { ModelLoader, debugTrap, debugTrapAsync, lastPanic, __wbg_reset_state } from './webert_wasm.js';
 import { gatherFiles, isNode } from './files.js';
+import { wasmUrl } from './simd.js';
 
 let started;
 // Bumped when a trapped instance is replaced: engines built before belong to the old one.
@@ -43,8 +44,8 @@ export async function webgpuAdapter() {
 
 function startWasm(report) {
   started ??= (async () => {
-    report?.({ stage: 'compile', file: 'webert_wasm_bg.wasm', bytes: 0, total: 0 });
-    const url = new URL('./webert_wasm_bg.wasm', import.meta.url);
+    const url = wasmUrl();
+    report?.({ stage: 'compile', file: url.pathname.split('/').pop(), bytes: 0, total: 0 });
     try {
       if (isNode) {
         const fsName = 'node:fs/promises'; // a variable, so that bundlers leave it alone

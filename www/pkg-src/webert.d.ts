@@ -45,7 +45,7 @@ export interface PipelineOptions {
 
 /** Attached (non-enumerable) to every result. */
 export interface ResultMeta {
-  /** What ran this call: `cpu-simd128`, or `gpu <adapter> (BrowserWebGpu)`. */
+  /** What ran this call: `cpu-relaxed-simd` or `cpu-simd128`, or `gpu <adapter> (BrowserWebGpu)`. */
   readonly backend: string;
   /** Milliseconds the engine computed. */
   readonly ms: number;

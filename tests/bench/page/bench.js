@@ -10,6 +10,9 @@ const threads = Number(q.get('threads') ?? 1);
 const runs = Number(q.get('runs') ?? 20);
 const warmup = Number(q.get('warmup') ?? 3);
 const device = q.get('device') ?? 'wasm';
+// webert's default in browsers is a Web Worker (two thread hops per call); worker=0 runs it on the
+// page's thread, as transformers.js does here.
+const inWorker = q.get('worker') !== '0';
 const wanted = (q.get('models') ?? 'minilm,pii').split(',');
 const tokenTargets = (q.get('tokens') ?? '15,128').split(',').map(Number);
 const out = document.getElementById('out');
@@ -95,7 +98,7 @@ function compare(key, w, t) {
 
 async function main() {
   const res = {
-    threads, device, runs, warmup, crossOriginIsolated: self.crossOriginIsolated,
+    threads, device, runs, warmup, worker: inWorker, crossOriginIsolated: self.crossOriginIsolated,
     hardwareConcurrency: navigator.hardwareConcurrency, userAgent: navigator.userAgent, rows: [],
   };
   if (device === 'webgpu') {
@@ -104,11 +107,11 @@ async function main() {
     res.adapter = a ? `${i.vendor} ${i.architecture} ${i.device} ${i.description}`.trim() : 'none';
     log(`WebGPU adapter: ${res.adapter}`);
   }
-  log(`crossOriginIsolated=${self.crossOriginIsolated} threads=${threads} device=${device} runs=${runs} warmup=${warmup}`);
+  log(`crossOriginIsolated=${self.crossOriginIsolated} threads=${threads} device=${device} runs=${runs} warmup=${warmup} webert worker=${inWorker}`);
   for (const key of wanted) {
     const m = MODELS[key];
     let t0 = performance.now();
-    const w = await webertPipeline(m.task, m.webert, { cache: false, device: device === 'webgpu' ? 'webgpu' : 'cpu' });
+    const w = await webertPipeline(m.task, m.webert, { cache: false, worker: inWorker, device: device === 'webgpu' ? 'webgpu' : 'cpu' });
     const wLoad = performance.now() - t0;
     t0 = performance.now();
     const t = await tjsPipeline(m.task, m.tjs, { dtype: m.dtype, device });

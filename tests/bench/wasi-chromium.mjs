@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// Runs a wasm32-wasip1 program that needs no files (examples/gemm_bench.rs) in headless Chromium
+// with a minimal WASI shim (args, clock, stdout), and prints its output: kernel speed under the
+// browser's V8, which can differ from Node's (scripts/wasm_bench.sh).
+//   node tests/bench/wasi-chromium.mjs program.wasm [args...]
+import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+
+const [wasm, ...args] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  ignoreDefaultArgs: ['--headless'],
+  args: ['--headless=new', '--no-sandbox'],
+});
+try {
+  const page = await browser.newPage();
+  const out = await page.evaluate(run, { b64: readFileSync(wasm).toString('base64'), args });
+  process.stdout.write(out);
+} finally {
+  await browser.close();
+}
+
+async function run({ b64, args }) {
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const argv = ['program', ...args].map((a) => new TextEncoder().encode(`${a}\0`));
+  let memory;
+  let text = '';
+  const view = () => new DataView(memory.buffer);
+  const exit = {};
+  const wasi = {
+    args_sizes_get: (count, size) => {
+      view().setUint32(count, argv.length, true);
+      view().setUint32(size, argv.reduce((n, a) => n + a.length, 0), true);
+      return 0;
+    },
+    args_get: (ptrs, buf) => {
+      for (const a of argv) {
+        view().setUint32(ptrs, buf, true);
+        new Uint8Array(memory.buffer, buf, a.length).set(a);
+        ptrs += 4;
+        buf += a.length;
+      }
+      return 0;
+    },
+    environ_sizes_get: (count, size) => {
+      view().setUint32(count, 0, true);
+      view().setUint32(size, 0, true);
+      return 0;
+    },
+    environ_get: () => 0,
+    clock_time_get: (_id, _precision, ptr) => {
+      view().setBigUint64(ptr, BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)), true);
+      return 0;
+    },
+    fd_write: (_fd, iovs, count, written) => {
+      let total = 0;
+      for (let i = 0; i < count; i++) {
+        const ptr = view().getUint32(iovs + 8 * i, true);
+        const len = view().getUint32(iovs + 8 * i + 4, true);
+        text += new TextDecoder().decode(new Uint8Array(memory.buffer, ptr, len));
+        total += len;
+      }
+      view().setUint32(written, total, true);
+      return 0;
+    },
+    proc_exit: () => {
+      throw exit;
+    },
+  };
+  const imports = new Proxy(wasi, {
+    get: (t, name) => t[name] ?? (() => { throw new Error(`WASI ${String(name)} is not in this shim`); }),
+  });
+  const { instance } = await WebAssembly.instantiate(bytes, { wasi_snapshot_preview1: imports });
+  memory = instance.exports.memory;
+  try {
+    instance.exports._start();
+  } catch (e) {
+    if (e !== exit) text += `\nerror: ${e}\n`;
+  }
+  return text;
+}

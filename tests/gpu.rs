@@ -342,7 +342,7 @@ fn capped(bytes: u64) -> GpuOptions {
 /// The embeddings of a split word table are gathered chunk by chunk before the encoder.
 fn assert_split(gpu: &Engine) {
     let encs = vec![gpu.encode("split", None, None).unwrap()];
-    if let Some(kernels) = block_on(gpu.gpu_profile(&encs)).unwrap() {
+    if let Some(kernels) = block_on(gpu.gpu_profile(&encs, false)).unwrap() {
         assert!(kernels.iter().any(|(k, _)| *k == "gather"), "{kernels:?}");
     }
 }

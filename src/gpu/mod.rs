@@ -79,7 +79,8 @@ impl GpuExecutor {
     }
 
     /// GPU time per kernel family (ms, from timestamp queries) for one forward of `batch`,
-    /// each dispatch in a pass of its own; `None` when the adapter has no timestamps.
+    /// each dispatch in a pass of its own, the task head's as `head`; `None` when the adapter
+    /// has no timestamps.
     pub async fn profile(
         &mut self,
         batch: &Batch,
@@ -152,11 +153,16 @@ impl GpuExecutor {
         staging.unmap();
         let period_ms = self.ctx.queue.get_timestamp_period() as f64 * 1e-6;
         let mut totals: Vec<(&'static str, f64)> = Vec::new();
-        for (s, t) in steps.iter().zip(ticks.chunks_exact(2)) {
+        for (i, (s, t)) in steps.iter().zip(ticks.chunks_exact(2)).enumerate() {
             let ms = t[1].saturating_sub(t[0]) as f64 * period_ms;
-            match totals.iter_mut().find(|(k, _)| *k == s.kernel.name()) {
+            let name = if i < bucket.encoder_steps {
+                s.kernel.name()
+            } else {
+                "head"
+            };
+            match totals.iter_mut().find(|(k, _)| *k == name) {
                 Some(e) => e.1 += ms,
-                None => totals.push((s.kernel.name(), ms)),
+                None => totals.push((name, ms)),
             }
         }
         Ok(Some(totals))

@@ -37,6 +37,22 @@ impl Batch {
     pub fn batch_size(&self) -> usize {
         self.lens.len()
     }
+
+    /// The sequences `seqs`, picked rows renumbered (they are in sequence order).
+    pub fn slice(&self, seqs: std::ops::Range<usize>) -> Batch {
+        let l = self.seq_len;
+        let rows = seqs.start * l..seqs.end * l;
+        Batch {
+            ids: self.ids[rows.clone()].to_vec(),
+            type_ids: self.type_ids[rows.clone()].to_vec(),
+            lens: self.lens[seqs].to_vec(),
+            seq_len: l,
+            picked: (self.picked.iter())
+                .filter(|p| rows.contains(p))
+                .map(|p| p - rows.start)
+                .collect(),
+        }
+    }
 }
 
 /// What a forward pass returns: the last hidden state `[b*l, h]` and the head's logits.

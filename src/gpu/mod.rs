@@ -89,7 +89,7 @@ impl GpuExecutor {
         if !self.ctx.has_timestamps() {
             return Ok(None);
         }
-        self.forward(batch, head).await?;
+        self.forward_one(batch, head).await?;
         let shape = Shape {
             batch: batch.batch_size(),
             seq_len: batch.seq_len,
@@ -168,7 +168,40 @@ impl GpuExecutor {
         Ok(Some(totals))
     }
 
+    /// One forward, in as many submissions as it takes to keep every activation buffer
+    /// within the binding limit (sequences are independent, so the batch is split).
     pub async fn forward(&mut self, batch: &Batch, head: bool) -> Result<Output> {
+        let b = batch.batch_size();
+        let limit = self.ctx.max_binding() as usize;
+        let fits = |n: usize| {
+            let shape = Shape {
+                batch: n,
+                seq_len: batch.seq_len,
+                picked: batch.picked.len(),
+            };
+            (self.plan.buffers.iter()).all(|s| shape.rows(s.rows) * s.cols * 4 <= limit)
+        };
+        let per = (1..=b).rev().find(|&n| fits(n)).unwrap_or(b).max(1);
+        if per >= b {
+            return self.forward_one(batch, head).await;
+        }
+        let mut out = Output {
+            hidden: Vec::new(),
+            logits: None,
+        };
+        for s0 in (0..b).step_by(per) {
+            let part = self
+                .forward_one(&batch.slice(s0..b.min(s0 + per)), head)
+                .await?;
+            out.hidden.extend(part.hidden);
+            if let Some(l) = part.logits {
+                out.logits.get_or_insert_with(Vec::new).extend(l);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn forward_one(&mut self, batch: &Batch, head: bool) -> Result<Output> {
         self.ctx.check()?;
         let (b, l) = (batch.batch_size(), batch.seq_len);
         if l > MAX_SEQ {
@@ -182,7 +215,7 @@ impl GpuExecutor {
             picked: batch.picked.len(),
         };
         if !self.buckets.contains_key(&shape) {
-            let max = self.ctx.limits.max_storage_buffer_binding_size as usize;
+            let max = self.ctx.max_binding() as usize;
             let too_big = |s: &&BufferSpec| shape.rows(s.rows) * s.cols * 4 > max;
             if let Some(spec) = self.plan.buffers.iter().find(too_big) {
                 return Err(Error::Gpu(format!(

@@ -207,18 +207,36 @@ impl Engine {
     }
 
     /// Per-kernel GPU milliseconds for one forward over `windows` (padded as `run` pads them),
-    /// when the model runs on a GPU with timestamp queries.
+    /// with the task head's as `head` when `head` is set, when the model runs on a GPU with
+    /// timestamp queries.
     #[allow(clippy::await_holding_lock)]
     pub async fn gpu_profile(
         &self,
         windows: &[Encoding],
+        head: bool,
     ) -> Result<Option<Vec<(&'static str, f64)>>> {
         let batch = self.pad(windows, &[]);
         let mut gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
         match gpu.as_mut() {
-            Some(g) => g.exec.profile(&batch, false).await,
+            Some(g) => g.exec.profile(&batch, head).await,
             None => Ok(None),
         }
+    }
+
+    /// Wall-clock milliseconds (best of `runs`) of the task head alone on the CPU, over the
+    /// hidden state of `windows`: what a GPU encoder plus a CPU head would spend on the head.
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    pub fn cpu_head_ms(&self, windows: &[Encoding], runs: usize) -> Result<f64> {
+        let batch = self.pad(windows, &[]);
+        let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+        let hidden = cpu.forward(&batch, false)?.hidden;
+        let mut best = f64::INFINITY;
+        for _ in 0..runs.max(1) {
+            let t = std::time::Instant::now();
+            cpu.head(&batch, &hidden)?;
+            best = best.min(t.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(best)
     }
 
     // The guards below are held across `.await`: the engine serves one call at a time, which

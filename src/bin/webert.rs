@@ -161,6 +161,9 @@ mod cli {
             /// using --model only for its tokenizer and vocabulary
             #[arg(long)]
             shape: Option<String>,
+            /// Run the task head too; with a GPU, also time the head alone on the CPU
+            #[arg(long)]
+            head: bool,
         },
     }
 
@@ -396,6 +399,7 @@ mod cli {
                 warmup,
                 backend,
                 shape,
+                head,
             } => {
                 let device = backend.parse()?;
                 let engine = match &shape {
@@ -406,7 +410,7 @@ mod cli {
                     None => Engine::from_dir_on(&model, device).await?,
                 };
                 let label = shape.unwrap_or_else(|| model.display().to_string());
-                super::bench::run(&engine, &label, batch, seq_len, runs, warmup).await
+                super::bench::run(&engine, &label, batch, seq_len, runs, warmup, head).await
             }
         }
     }
@@ -418,7 +422,9 @@ mod bench {
     use webert::engine::Engine;
     use webert::Result;
 
-    /// Times the encoder (no head) on `batch` copies of a text of exactly `seq_len` tokens.
+    /// Times the encoder (and the head with `head`) on `batch` copies of a text of exactly
+    /// `seq_len` tokens.
+    #[allow(clippy::too_many_arguments)]
     pub async fn run(
         engine: &Engine,
         model: &str,
@@ -426,6 +432,7 @@ mod bench {
         seq_len: usize,
         runs: usize,
         warmup: usize,
+        head: bool,
     ) -> Result<()> {
         let words =
             "the quick brown fox jumps over the lazy dog while a curious cat watches quietly ";
@@ -436,17 +443,21 @@ mod bench {
         let enc = engine.encode(&text, None, Some(seq_len))?;
         let windows = vec![enc; batch];
         for _ in 0..warmup {
-            engine.run(&windows, false, &[]).await?;
+            engine.run(&windows, head, &[]).await?;
         }
         let mut times = Vec::with_capacity(runs);
         for _ in 0..runs.max(1) {
             let t = Instant::now();
-            engine.run(&windows, false, &[]).await?;
+            engine.run(&windows, head, &[]).await?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
-        let gpu = engine.gpu_profile(&windows).await?;
+        let gpu = engine.gpu_profile(&windows, head).await?;
+        let cpu_head = match head {
+            true => Some(engine.cpu_head_ms(&windows, runs)?),
+            false => None,
+        };
         let gpu_total: Option<f64> = gpu.as_ref().map(|k| k.iter().map(|(_, ms)| ms).sum());
         let per_kernel: Option<serde_json::Value> = gpu.map(|k| {
             k.into_iter()
@@ -458,6 +469,7 @@ mod bench {
             serde_json::json!({
                 "gpu_ms_by_kernel": per_kernel,
                 "gpu_ms": gpu_total,
+                "cpu_head_ms": cpu_head,
                 "model": model,
                 "backend": engine.backend(),
                 "batch": batch,

@@ -39,6 +39,22 @@ impl Batch {
     pub fn batch_size(&self) -> usize {
         self.lens.len()
     }
+
+    /// The sequences `seqs`, picked rows renumbered (they are in sequence order).
+    pub fn slice(&self, seqs: std::ops::Range<usize>) -> Batch {
+        let l = self.seq_len;
+        let rows = seqs.start * l..seqs.end * l;
+        Batch {
+            ids: self.ids[rows.clone()].to_vec(),
+            type_ids: self.type_ids[rows.clone()].to_vec(),
+            lens: self.lens[seqs].to_vec(),
+            seq_len: l,
+            picked: (self.picked.iter())
+                .filter(|p| rows.contains(p))
+                .map(|p| p - rows.start)
+                .collect(),
+        }
+    }
 }
 
 /// What a forward pass returns: the last hidden state `[b*l, h]` and the head's logits.
@@ -118,16 +134,7 @@ impl CpuExecutor {
 
     /// Runs the encoder, and the task head when `head` is set.
     pub fn forward(&mut self, batch: &Batch, head: bool) -> Result<Output> {
-        self.check(batch)?;
-        let (b, l) = (batch.batch_size(), batch.seq_len);
-        for (buf, spec) in self.bufs.iter_mut().zip(&self.plan.buffers) {
-            let rows = match spec.rows {
-                Rows::Tokens => b * l,
-                Rows::First => b,
-                Rows::Picked => batch.picked.len(),
-            };
-            buf.resize(rows * spec.cols, 0.0);
-        }
+        self.size(batch)?;
         let end = if head {
             self.plan.ops.len()
         } else {
@@ -144,6 +151,40 @@ impl CpuExecutor {
                 None
             },
         })
+    }
+
+    /// Runs only the task head over `hidden`, the last hidden state of `batch` (a head on the
+    /// CPU after a GPU encoder; see `src/gpu/NOTES.md`).
+    pub fn head(&mut self, batch: &Batch, hidden: &[f32]) -> Result<Option<Vec<f32>>> {
+        self.size(batch)?;
+        let h = &mut self.bufs[self.plan.hidden.0];
+        if h.len() != hidden.len() {
+            return Err(Error::Input(format!(
+                "{} hidden values for a batch of {}",
+                hidden.len(),
+                h.len()
+            )));
+        }
+        h.copy_from_slice(hidden);
+        for i in self.plan.encoder_ops..self.plan.ops.len() {
+            self.run(i, batch);
+        }
+        Ok(self.plan.logits.map(|id| self.bufs[id.0].clone()))
+    }
+
+    /// Checks `batch` and sizes the activation buffers for it.
+    fn size(&mut self, batch: &Batch) -> Result<()> {
+        self.check(batch)?;
+        let (b, l) = (batch.batch_size(), batch.seq_len);
+        for (buf, spec) in self.bufs.iter_mut().zip(&self.plan.buffers) {
+            let rows = match spec.rows {
+                Rows::Tokens => b * l,
+                Rows::First => b,
+                Rows::Picked => batch.picked.len(),
+            };
+            buf.resize(rows * spec.cols, 0.0);
+        }
+        Ok(())
     }
 
     fn check(&self, batch: &Batch) -> Result<()> {

@@ -240,15 +240,17 @@ impl Builder<'_> {
                 // A split table: each chunk's rows are gathered first, then read in order.
                 let chunks = &self.weights[word.0].chunks;
                 let gathered = (chunks.len() > 1).then(|| storage(d, "word_rows", rows * dim * 4));
-                for c in chunks.iter() {
-                    let Some(g) = &gathered else { break };
-                    let hi = (c.row0 + c.rows) as u32;
-                    let p = uniform(d, self.queue, &[rows as u32, dim as u32, c.row0 as u32, hi]);
-                    steps.push(Step {
-                        kernel: Kernel::Gather,
-                        bind_group: self.bind(Kernel::Gather, &p, &[&c.buffer, ids, g]),
-                        groups: per_element(rows * dim),
-                    });
+                if let Some(g) = &gathered {
+                    for c in chunks {
+                        let hi = (c.row0 + c.rows) as u32;
+                        let params = [rows as u32, dim as u32, c.row0 as u32, hi];
+                        let p = uniform(d, self.queue, &params);
+                        steps.push(Step {
+                            kernel: Kernel::Gather,
+                            bind_group: self.bind(Kernel::Gather, &p, &[&c.buffer, ids, g]),
+                            groups: per_element(rows * dim),
+                        });
+                    }
                 }
                 let p = uniform(
                     d,

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 /// Settings of the GPU executor; the default takes what the adapter offers.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GpuOptions {
-    /// Caps the bytes of one weight buffer below the adapter's limits, so that tests can make
-    /// a small table split as a large one does on a real adapter.
-    pub max_weight_binding: Option<u64>,
+    /// Caps the bytes of one buffer binding below the adapter's limit, so that tests can make
+    /// small tables and batches split as large ones do on a real adapter.
+    pub max_binding: Option<u64>,
     /// f16 GEMM weights (f32 accumulation): `None` uses them when the adapter has
     /// `shader-f16`; `Some(true)` requires them, `Some(false)` keeps f32.
     pub f16: Option<bool>,
@@ -20,7 +20,7 @@ impl GpuOptions {
     pub fn from_env() -> Self {
         let var = |name: &str| std::env::var(name).ok();
         GpuOptions {
-            max_weight_binding: var("WEBERT_GPU_MAX_BINDING").and_then(|v| v.parse().ok()),
+            max_binding: var("WEBERT_GPU_MAX_BINDING").and_then(|v| v.parse().ok()),
             f16: var("WEBERT_GPU_F16").map(|v| v != "0"),
         }
     }
@@ -119,6 +119,13 @@ impl GpuContext {
         self.device
             .features()
             .contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    /// The most bytes one buffer may hold and bind.
+    pub fn max_binding(&self) -> u64 {
+        let l = &self.limits;
+        let max = l.max_storage_buffer_binding_size.min(l.max_buffer_size);
+        self.options.max_binding.map_or(max, |cap| cap.min(max))
     }
 
     /// GEMM weights are stored as f16.

@@ -79,7 +79,8 @@ impl GpuExecutor {
     }
 
     /// GPU time per kernel family (ms, from timestamp queries) for one forward of `batch`,
-    /// each dispatch in a pass of its own; `None` when the adapter has no timestamps.
+    /// each dispatch in a pass of its own, the task head's as `head`; `None` when the adapter
+    /// has no timestamps.
     pub async fn profile(
         &mut self,
         batch: &Batch,
@@ -88,7 +89,7 @@ impl GpuExecutor {
         if !self.ctx.has_timestamps() {
             return Ok(None);
         }
-        self.forward(batch, head).await?;
+        self.forward_one(batch, head).await?;
         let shape = Shape {
             batch: batch.batch_size(),
             seq_len: batch.seq_len,
@@ -152,17 +153,55 @@ impl GpuExecutor {
         staging.unmap();
         let period_ms = self.ctx.queue.get_timestamp_period() as f64 * 1e-6;
         let mut totals: Vec<(&'static str, f64)> = Vec::new();
-        for (s, t) in steps.iter().zip(ticks.chunks_exact(2)) {
+        for (i, (s, t)) in steps.iter().zip(ticks.chunks_exact(2)).enumerate() {
             let ms = t[1].saturating_sub(t[0]) as f64 * period_ms;
-            match totals.iter_mut().find(|(k, _)| *k == s.kernel.name()) {
+            let name = if i < bucket.encoder_steps {
+                s.kernel.name()
+            } else {
+                "head"
+            };
+            match totals.iter_mut().find(|(k, _)| *k == name) {
                 Some(e) => e.1 += ms,
-                None => totals.push((s.kernel.name(), ms)),
+                None => totals.push((name, ms)),
             }
         }
         Ok(Some(totals))
     }
 
+    /// One forward, in as many submissions as it takes to keep every activation buffer
+    /// within the binding limit (sequences are independent, so the batch is split).
     pub async fn forward(&mut self, batch: &Batch, head: bool) -> Result<Output> {
+        let b = batch.batch_size();
+        let limit = self.ctx.max_binding() as usize;
+        let fits = |n: usize| {
+            let shape = Shape {
+                batch: n,
+                seq_len: batch.seq_len,
+                picked: batch.picked.len(),
+            };
+            (self.plan.buffers.iter()).all(|s| shape.rows(s.rows) * s.cols * 4 <= limit)
+        };
+        let per = (1..=b).rev().find(|&n| fits(n)).unwrap_or(b).max(1);
+        if per >= b {
+            return self.forward_one(batch, head).await;
+        }
+        let mut out = Output {
+            hidden: Vec::new(),
+            logits: None,
+        };
+        for s0 in (0..b).step_by(per) {
+            let part = self
+                .forward_one(&batch.slice(s0..b.min(s0 + per)), head)
+                .await?;
+            out.hidden.extend(part.hidden);
+            if let Some(l) = part.logits {
+                out.logits.get_or_insert_with(Vec::new).extend(l);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn forward_one(&mut self, batch: &Batch, head: bool) -> Result<Output> {
         self.ctx.check()?;
         let (b, l) = (batch.batch_size(), batch.seq_len);
         if l > MAX_SEQ {
@@ -176,7 +215,7 @@ impl GpuExecutor {
             picked: batch.picked.len(),
         };
         if !self.buckets.contains_key(&shape) {
-            let max = self.ctx.limits.max_storage_buffer_binding_size as usize;
+            let max = self.ctx.max_binding() as usize;
             let too_big = |s: &&BufferSpec| shape.rows(s.rows) * s.cols * 4 > max;
             if let Some(spec) = self.plan.buffers.iter().find(too_big) {
                 return Err(Error::Gpu(format!(

@@ -77,13 +77,7 @@ fn roles(plan: &Plan) -> (Vec<bool>, Vec<bool>) {
 }
 
 pub fn upload(ctx: &GpuContext, plan: &Plan) -> Result<Vec<GpuWeight>> {
-    let limits = &ctx.limits;
-    let mut limit = limits
-        .max_storage_buffer_binding_size
-        .min(limits.max_buffer_size);
-    if let Some(cap) = ctx.options.max_weight_binding {
-        limit = limit.min(cap);
-    }
+    let limit = ctx.max_binding();
     let (splittable, half) = roles(plan);
     let mut out = Vec::with_capacity(plan.weights.len());
     for (i, (t, name)) in plan.weights.iter().zip(&plan.weight_names).enumerate() {

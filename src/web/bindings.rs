@@ -156,7 +156,7 @@ impl WebEngine {
             }
             let result = async {
                 let window = engine.encode(&text, None, Some(usize::MAX))?;
-                engine.gpu_profile(&[window]).await
+                engine.gpu_profile(&[window], false).await
             }
             .await;
             busy.set(false);

@@ -3,8 +3,9 @@
 // so both operands are k-contiguous: tiles are loaded as vec4 along k (`load_x`/`load_w`
 // come from the variant prepended to this file: f32 vec4, f16 vec4, or scalar for k % 4 != 0)
 // and kept that way in workgroup memory; the inner product is a dot of vec4s.
-// 64x64 output tiles, 16-deep k slices; each of the 16x8 invocations accumulates an 8x4 block
-// in f32 (12 vec4 reads from workgroup memory per 128 FMAs), on rows lid.y + 8i and columns
+// 64x64 output tiles (16x64 for short inputs), 16-deep k slices; each of the 16x8 invocations
+// accumulates an RMx4 block in f32 (8x4: 12 vec4 reads from workgroup memory per 128 FMAs),
+// on rows lid.y + 8i and columns
 // lid.x + 16j, so neighbouring invocations read tile rows 5 vec4s apart (no bank conflicts)
 // and store neighbouring columns (coalesced).
 // Sizes come from the uniform, so one pipeline serves every shape; edges are bounds-checked.
@@ -25,7 +26,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
-const BM: u32 = 64u;
+// RM (rows per invocation) comes from the pipeline: 8 (64-row tiles) or 2 (16-row tiles).
+const BM: u32 = 8u * RM;
 const BN: u32 = 64u;
 const BK: u32 = 16u;
 // Row pitch of a tile in workgroup memory, in vec4s: BK / 4 plus one of padding.
@@ -36,7 +38,7 @@ const ACT_GELU_TANH: u32 = 2u;
 const ACT_RELU: u32 = 3u;
 const ACT_TANH: u32 = 4u;
 
-var<workgroup> xs: array<vec4<f32>, 320>; // [BM][PITCH]
+var<workgroup> xs: array<vec4<f32>, BM * PITCH>;
 var<workgroup> ws: array<vec4<f32>, 320>; // [BN][PITCH]
 
 fn erf(v: f32) -> f32 {
@@ -71,13 +73,15 @@ fn main(
     let row0 = wg.y * BM;
     let col0 = wg.x * BN;
     // Each invocation loads two vec4s of each tile; four neighbours cover 64 bytes of a row.
-    var acc: array<vec4<f32>, 8>;
+    var acc: array<vec4<f32>, RM>;
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
-        for (var e = t; e < 256u; e += 128u) {
+        for (var e = t; e < BN * 4u; e += 128u) {
             let li = e / 4u;
             let lk = e % 4u;
-            xs[li * PITCH + lk] = load_x(row0 + li, k0 + lk * 4u);
             ws[li * PITCH + lk] = load_w(col0 + li, k0 + lk * 4u);
+            if (li < BM) {
+                xs[li * PITCH + lk] = load_x(row0 + li, k0 + lk * 4u);
+            }
         }
         workgroupBarrier();
         for (var kk = 0u; kk < BK / 4u; kk++) {
@@ -85,14 +89,14 @@ fn main(
             for (var j = 0u; j < 4u; j++) {
                 b[j] = ws[(lid.x + 16u * j) * PITCH + kk];
             }
-            for (var i = 0u; i < 8u; i++) {
+            for (var i = 0u; i < RM; i++) {
                 let a = xs[(lid.y + 8u * i) * PITCH + kk];
                 acc[i] += vec4<f32>(dot(a, b[0]), dot(a, b[1]), dot(a, b[2]), dot(a, b[3]));
             }
         }
         workgroupBarrier();
     }
-    for (var i = 0u; i < 8u; i++) {
+    for (var i = 0u; i < RM; i++) {
         let r = row0 + lid.y + 8u * i;
         for (var j = 0u; j < 4u; j++) {
             let c = col0 + lid.x + 16u * j;

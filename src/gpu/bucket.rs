@@ -298,7 +298,7 @@ impl Builder<'_> {
                 let bias = linear.bias.map_or(self.dummy, w);
                 let res = residual.map_or(self.dummy, |r| &acts[r.0]);
                 let weight = &self.weights[linear.weight.0];
-                let kernel = Kernel::gemm(linear.n_in, weight.f16);
+                let kernel = Kernel::gemm(m, linear.n_in, weight.f16);
                 // One GEMM per chunk of a split weight: a range of output columns each.
                 for c in &weight.chunks {
                     let p = uniform(
@@ -323,7 +323,11 @@ impl Builder<'_> {
                     steps.push(Step {
                         kernel,
                         bind_group: bg,
-                        groups: [c.rows.div_ceil(64) as u32, m.div_ceil(64) as u32, 1],
+                        groups: [
+                            c.rows.div_ceil(64) as u32,
+                            m.div_ceil(kernel.tile_rows()) as u32,
+                            1,
+                        ],
                     });
                 }
                 if let Some(n) = norm {

@@ -8,17 +8,43 @@ const ATTENTION_IO: &str = include_str!("../../shaders/attention_io.wgsl");
 pub enum Kernel {
     Embeddings,
     /// GEMM with vec4 loads (`k % 4 == 0`, every real model).
-    Gemm,
+    Gemm(Tile),
     /// GEMM with scalar loads, for any `k`.
-    GemmScalar,
+    GemmScalar(Tile),
     /// GEMM with f16 weights (`k % 4 == 0`), on adapters with `shader-f16`.
-    GemmF16,
+    GemmF16(Tile),
     LayerNorm,
     /// Tiled attention with an online softmax, head sizes up to [`Kernel::TILED_HEAD_DIM`].
     Attention,
     /// One workgroup per query row, for larger heads.
     AttentionWide,
     Gather,
+}
+
+/// GEMM output tile height: 64 rows, or 16 for short inputs, where most of a 64-row tile
+/// would be padding (and a small grid of tall tiles leaves most of a GPU idle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tile {
+    Tall,
+    Short,
+}
+
+impl Tile {
+    /// Rows of the output tile.
+    pub fn rows(self) -> usize {
+        match self {
+            Tile::Tall => 64,
+            Tile::Short => 16,
+        }
+    }
+
+    fn for_rows(m: usize) -> Tile {
+        if m <= 32 {
+            Tile::Short
+        } else {
+            Tile::Tall
+        }
+    }
 }
 
 pub struct Pipelines {
@@ -29,9 +55,9 @@ impl Kernel {
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Embeddings => "embeddings",
-            Kernel::Gemm => "gemm",
-            Kernel::GemmScalar => "gemm_scalar",
-            Kernel::GemmF16 => "gemm_f16",
+            Kernel::Gemm(_) => "gemm",
+            Kernel::GemmScalar(_) => "gemm_scalar",
+            Kernel::GemmF16(_) => "gemm_f16",
             Kernel::LayerNorm => "layer_norm",
             Kernel::Attention => "attention",
             Kernel::AttentionWide => "attention_wide",
@@ -39,11 +65,14 @@ impl Kernel {
         }
     }
 
-    const ALL: [Kernel; 8] = [
+    const ALL: [Kernel; 11] = [
         Kernel::Embeddings,
-        Kernel::Gemm,
-        Kernel::GemmScalar,
-        Kernel::GemmF16,
+        Kernel::Gemm(Tile::Tall),
+        Kernel::Gemm(Tile::Short),
+        Kernel::GemmScalar(Tile::Tall),
+        Kernel::GemmScalar(Tile::Short),
+        Kernel::GemmF16(Tile::Tall),
+        Kernel::GemmF16(Tile::Short),
         Kernel::LayerNorm,
         Kernel::Attention,
         Kernel::AttentionWide,
@@ -61,24 +90,34 @@ impl Kernel {
         }
     }
 
-    /// The GEMM variant for a reduction of `k` over f16 or f32 weights.
-    pub fn gemm(k: usize, f16: bool) -> Kernel {
+    /// The GEMM variant for `m` rows, a reduction of `k`, and f16 or f32 weights.
+    pub fn gemm(m: usize, k: usize, f16: bool) -> Kernel {
+        let tile = Tile::for_rows(m);
         if f16 {
-            Kernel::GemmF16
+            Kernel::GemmF16(tile)
         } else if k.is_multiple_of(4) {
-            Kernel::Gemm
+            Kernel::Gemm(tile)
         } else {
-            Kernel::GemmScalar
+            Kernel::GemmScalar(tile)
         }
     }
 
-    /// The shader: a variant prelude (which may hold `enable` directives) before the body.
+    /// The output rows one workgroup covers, for GEMMs.
+    pub fn tile_rows(self) -> usize {
+        match self {
+            Kernel::Gemm(t) | Kernel::GemmScalar(t) | Kernel::GemmF16(t) => t.rows(),
+            _ => 1,
+        }
+    }
+
+    /// The shader: a variant prelude (which may hold `enable` directives) before the body;
+    /// GEMMs get their rows per invocation (`RM`, 8 of them down a tile) in between.
     fn code(self) -> String {
         let (prelude, body) = match self {
             Kernel::Embeddings => (COMMON, include_str!("../../shaders/embeddings.wgsl")),
-            Kernel::Gemm => (include_str!("../../shaders/gemm_vec4.wgsl"), GEMM),
-            Kernel::GemmScalar => (include_str!("../../shaders/gemm_scalar.wgsl"), GEMM),
-            Kernel::GemmF16 => (include_str!("../../shaders/gemm_f16.wgsl"), GEMM),
+            Kernel::Gemm(_) => (include_str!("../../shaders/gemm_vec4.wgsl"), GEMM),
+            Kernel::GemmScalar(_) => (include_str!("../../shaders/gemm_scalar.wgsl"), GEMM),
+            Kernel::GemmF16(_) => (include_str!("../../shaders/gemm_f16.wgsl"), GEMM),
             Kernel::LayerNorm => (COMMON, include_str!("../../shaders/layer_norm.wgsl")),
             Kernel::Attention => (ATTENTION_IO, include_str!("../../shaders/attention.wgsl")),
             Kernel::AttentionWide => (
@@ -90,7 +129,11 @@ impl Kernel {
             ),
             Kernel::Gather => ("", include_str!("../../shaders/gather.wgsl")),
         };
-        format!("{prelude}\n{body}")
+        let rows = match self.tile_rows() {
+            1 => String::new(),
+            r => format!("const RM: u32 = {}u;", r / 8),
+        };
+        format!("{prelude}\n{rows}\n{body}")
     }
 }
 
@@ -99,7 +142,7 @@ impl Pipelines {
     pub fn new(device: &wgpu::Device, f16: bool) -> Self {
         let pipelines = Kernel::ALL
             .iter()
-            .filter(|k| f16 || **k != Kernel::GemmF16)
+            .filter(|k| f16 || !matches!(k, Kernel::GemmF16(_)))
             .map(|k| {
                 let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(k.name()),

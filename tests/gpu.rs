@@ -47,19 +47,24 @@ fn pair(dir: &Path) -> Option<(Engine, Engine)> {
     Some((gpu_engine(dir)?, engine(dir)))
 }
 
+/// The golden cases' texts (and pairs) that need no truncation.
+fn untruncated_inputs(g: &serde_json::Value) -> Vec<(&str, Option<&str>)> {
+    g["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["truncation_max_length"].is_null())
+        .map(|c| (str_of(c, "text"), opt_str(c, "text_pair")))
+        .collect()
+}
+
 #[test]
 fn minilm_hidden_states_and_batches_match_cpu() {
     let Some((gpu, cpu)) = pair(&model_dir("minilm")) else {
         return;
     };
     let g = golden("minilm.json");
-    let inputs: Vec<(&str, Option<&str>)> = g["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["truncation_max_length"].is_null())
-        .map(|c| (str_of(c, "text"), opt_str(c, "text_pair")))
-        .collect();
+    let inputs = untruncated_inputs(&g);
     // All cases in one padded batch, and one at a time.
     let batched = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
     let want = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
@@ -436,13 +441,7 @@ fn f16_weights_match_cpu() {
     let (Some(gpu), cpu) = load(&dir) else { return };
     assert!(gpu.backend().contains("f16"), "{}", gpu.backend());
     let g = golden("minilm.json");
-    let inputs: Vec<(&str, Option<&str>)> = g["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["truncation_max_length"].is_null())
-        .map(|c| (str_of(c, "text"), opt_str(c, "text_pair")))
-        .collect();
+    let inputs = untruncated_inputs(&g);
     let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
     let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {

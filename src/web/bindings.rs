@@ -120,6 +120,15 @@ impl WebEngine {
     /// Runs one task request (JSON); the promise resolves to its result (JSON). Offsets are
     /// UTF-16 indices. Await each call before the next.
     pub fn call(&self, task: String, request: String) -> js_sys::Promise {
+        self.one_at_a_time(|engine| async move { calls::call(&engine, &task, &request).await })
+    }
+
+    /// Runs `work` on the engine as a promise of its JSON, refusing a second one meanwhile.
+    fn one_at_a_time<F, Fut>(&self, work: F) -> js_sys::Promise
+    where
+        F: FnOnce(Rc<Engine>) -> Fut + 'static,
+        Fut: std::future::Future<Output = crate::error::Result<String>> + 'static,
+    {
         let (engine, busy) = (self.engine.clone(), self.busy.clone());
         wasm_bindgen_futures::future_to_promise(async move {
             if busy.replace(true) {
@@ -128,7 +137,7 @@ impl WebEngine {
                 )
                 .into());
             }
-            let result = calls::call(&engine, &task, &request).await;
+            let result = work(engine).await;
             busy.set(false);
             result.map(JsValue::from).map_err(|e| js_error(e).into())
         })
@@ -149,24 +158,15 @@ impl WebEngine {
     /// forward over `text`, for profiling in a browser.
     #[wasm_bindgen(js_name = debugProfile)]
     pub fn debug_profile(&self, text: String) -> js_sys::Promise {
-        let (engine, busy) = (self.engine.clone(), self.busy.clone());
-        wasm_bindgen_futures::future_to_promise(async move {
-            if busy.replace(true) {
-                return Err(JsError::new("webert: this engine is already running a call").into());
-            }
-            let result = async {
-                let window = engine.encode(&text, None, Some(usize::MAX))?;
-                engine.gpu_profile(&[window], false).await
-            }
-            .await;
-            busy.set(false);
-            let kernels = result.map_err(js_error)?;
+        self.one_at_a_time(|engine| async move {
+            let window = engine.encode(&text, None, Some(usize::MAX))?;
+            let kernels = engine.gpu_profile(&[window], false).await?;
             let json: Option<serde_json::Map<String, serde_json::Value>> = kernels.map(|k| {
                 k.into_iter()
                     .map(|(n, ms)| (n.to_string(), ms.into()))
                     .collect()
             });
-            Ok(JsValue::from(serde_json::json!(json).to_string()))
+            Ok(serde_json::json!(json).to_string())
         })
     }
 

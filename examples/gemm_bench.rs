@@ -1,8 +1,26 @@
 //! GFLOP/s of every available micro-kernel on the GEMM shapes of MiniLM at 128 tokens
-//! (natively, or for wasm32-wasip1 in Node and Chromium: `scripts/wasm_bench.sh`).
+//! (natively, or for wasm32-wasip1 in Node and Chromium: `scripts/wasm_bench.sh`), f32 and,
+//! where a kernel has one, the int8 tile on q4 weights (its results checked against the
+//! portable scalar tile's).
 use std::time::Instant;
 use webert::cpu::gemm::{gemm, PackedB};
-use webert::cpu::kernels::available;
+use webert::cpu::kernels::{available, quant_reference};
+use webert::cpu::qgemm::{qgemm, PackedQ, QScratch};
+use webert::model::BlockQuant;
+
+/// Best-of-3 seconds per call of `f`, repeated to about 2 GFLOP per timing.
+fn time(flop: usize, mut f: impl FnMut()) -> f64 {
+    let reps = (2e9 / flop as f64).ceil() as usize;
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        for _ in 0..reps {
+            f();
+        }
+        best = best.min(t.elapsed().as_secs_f64() / reps as f64);
+    }
+    best
+}
 
 fn main() {
     // (m, n, k): qkv, attention output, FFN in, FFN out, scores, scores · V
@@ -22,19 +40,51 @@ fn main() {
             let b: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32 * 0.1).collect();
             let packed = PackedB::from_nk(kern, n, k, &b, k);
             let (mut c, mut scratch) = (vec![0.0; m * n], Vec::new());
-            let reps = (2e9 / (2 * m * n * k) as f64).ceil() as usize;
-            let mut best = f64::MAX;
-            for _ in 0..3 {
-                let t = Instant::now();
-                for _ in 0..reps {
-                    gemm(kern, m, &a, k, &packed, &mut c, n, false, &mut scratch);
-                }
-                best = best.min(t.elapsed().as_secs_f64() / reps as f64);
-            }
+            let best = time(2 * m * n * k, || {
+                gemm(kern, m, &a, k, &packed, &mut c, n, false, &mut scratch)
+            });
             let flop = (2 * m * n * k) as f64;
             total = (total.0 + flop, total.1 + best);
             line += &format!(" {m}x{n}x{k} {:5.1}", flop / best / 1e9);
         }
         println!("{line}  all {:5.1} GFLOP/s", total.0 / total.1 / 1e9);
+    }
+    for kern in available() {
+        let Some(qk) = kern.quant else { continue };
+        let reference = quant_reference(qk);
+        let mut line = format!("{:>16}", qk.name);
+        let (mut total, mut worst) = ((0.0, 0.0), 0f32);
+        for &(m, n, k) in &shapes[..4] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 37) % 101) as f32 * 0.02 - 1.0)
+                .collect();
+            let q = BlockQuant {
+                block: 32,
+                codes: (0..n * k).map(|i| ((i * 7) % 16) as u8).collect(),
+                scales: (0..n * k / 32)
+                    .map(|i| 0.01 + (i % 9) as f32 * 1e-3)
+                    .collect(),
+                zero_points: vec![8.0; n * k / 32],
+            };
+            let packed = PackedQ::new(qk, n, k, &q).expect("packable");
+            let (mut c, mut scratch) = (vec![0.0; m * n], QScratch::default());
+            let best = time(2 * m * n * k, || {
+                qgemm(qk, m, &a, k, &packed, &mut c, n, &mut scratch)
+            });
+            let mut want = vec![0.0; m * n];
+            let packed_ref = PackedQ::new(reference, n, k, &q).expect("packable");
+            qgemm(reference, m, &a, k, &packed_ref, &mut want, n, &mut scratch);
+            worst = c
+                .iter()
+                .zip(&want)
+                .fold(worst, |w, (x, y)| w.max((x - y).abs()));
+            let flop = (2 * m * n * k) as f64;
+            total = (total.0 + flop, total.1 + best);
+            line += &format!(" {m}x{n}x{k} {:5.1}", flop / best / 1e9);
+        }
+        println!(
+            "{line}  all {:5.1} GOP/s, max |diff| vs scalar {worst:.1e}",
+            total.0 / total.1 / 1e9
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! A loaded model: config, tokenizer and an executor, plus padding of tokenized windows into
 //! batches. Tasks talk to this, never to an executor directly.
 
+pub use crate::cpu::Quantized;
 use crate::cpu::{Batch, CpuExecutor, Output};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuContext, GpuExecutor, GpuOptions};
@@ -34,6 +35,16 @@ impl std::str::FromStr for Device {
     }
 }
 
+/// How to load a model: [`Engine::load_with_options`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions {
+    pub device: Device,
+    /// Lets `Auto` use a CPU-emulated adapter too (tests of the GPU path and its fallback).
+    pub allow_software: bool,
+    /// How the CPU path computes with q4 weights (the GPU dequantizes them).
+    pub quantized: Quantized,
+}
+
 struct Gpu {
     exec: GpuExecutor,
     /// Set after a failure under `Device::Auto`: the CPU answers from then on.
@@ -64,7 +75,15 @@ impl Engine {
     pub fn load(files: ModelFiles) -> Result<Engine> {
         let (config, tokenizer, weights) = files.load()?;
         let plan = Plan::build(config.clone(), weights)?;
-        Ok(Engine::assemble(config, tokenizer, plan, None, Device::Cpu))
+        let q = Quantized::default();
+        Ok(Engine::assemble(
+            config,
+            tokenizer,
+            plan,
+            None,
+            Device::Cpu,
+            q,
+        ))
     }
 
     /// Loads a model for `device`; with `Auto`, a GPU that cannot be set up means the CPU.
@@ -79,9 +98,18 @@ impl Engine {
         device: Device,
         allow_software: bool,
     ) -> Result<Engine> {
+        let options = LoadOptions {
+            device,
+            allow_software,
+            ..Default::default()
+        };
+        Engine::load_with_options(files, options).await
+    }
+
+    pub async fn load_with_options(files: ModelFiles, options: LoadOptions) -> Result<Engine> {
         let (config, tokenizer, weights) = files.load()?;
         let plan = Plan::build(config.clone(), weights)?;
-        Engine::on_device(config, tokenizer, plan, device, allow_software).await
+        Engine::on_device(config, tokenizer, plan, options).await
     }
 
     /// Loads a model for the GPU (any adapter) with explicit executor settings: tests and
@@ -96,6 +124,7 @@ impl Engine {
             plan,
             Some(gpu),
             Device::Gpu,
+            Quantized::default(),
         ))
     }
 
@@ -110,7 +139,11 @@ impl Engine {
                 ))
             })?;
         let plan = Plan::build(config.clone(), weights)?;
-        Engine::on_device(config, tokenizer, plan, device, false).await
+        let options = LoadOptions {
+            device,
+            ..Default::default()
+        };
+        Engine::on_device(config, tokenizer, plan, options).await
     }
 
     /// Sets up the GPU executor `device` asks for (none for the CPU), then the CPU executor.
@@ -118,9 +151,13 @@ impl Engine {
         config: ModelConfig,
         tokenizer: TextTokenizer,
         plan: Plan,
-        device: Device,
-        allow_software: bool,
+        options: LoadOptions,
     ) -> Result<Engine> {
+        let LoadOptions {
+            device,
+            allow_software,
+            quantized,
+        } = options;
         let gpu = match device {
             Device::Cpu => None,
             Device::Gpu => Some(Engine::gpu(&plan, true, GpuOptions::from_env()).await?),
@@ -128,7 +165,9 @@ impl Engine {
                 .await
                 .ok(),
         };
-        Ok(Engine::assemble(config, tokenizer, plan, gpu, device))
+        Ok(Engine::assemble(
+            config, tokenizer, plan, gpu, device, quantized,
+        ))
     }
 
     async fn gpu(plan: &Plan, allow_software: bool, options: GpuOptions) -> Result<GpuExecutor> {
@@ -148,8 +187,9 @@ impl Engine {
         plan: Plan,
         gpu: Option<GpuExecutor>,
         device: Device,
+        quantized: Quantized,
     ) -> Engine {
-        let cpu = CpuExecutor::new(plan);
+        let cpu = CpuExecutor::new(plan, quantized);
         let kernel = cpu.kernel_name();
         let last = match &gpu {
             Some(g) => format!("gpu {}", g.adapter_name()),

@@ -4,7 +4,7 @@ mod common;
 use common::*;
 use pollster::block_on;
 use std::path::{Path, PathBuf};
-use webert::cpu::{kernels, Batch, CpuExecutor};
+use webert::cpu::{kernels, Batch, CpuExecutor, Quantized};
 use webert::engine::Engine;
 use webert::model::{ModelFiles, Plan};
 use webert::tasks::{classify, embed, fill_mask, ner, qa, zero_shot};
@@ -286,12 +286,12 @@ fn every_kernel_gives_the_same_hidden_states() {
         seq_len: l,
         picked: vec![],
     };
-    let reference = CpuExecutor::with_kernel(plan, kernels::available()[0])
+    let reference = CpuExecutor::with_kernel(plan, kernels::available()[0], Quantized::F32)
         .forward(&batch, false)
         .unwrap()
         .hidden;
     for k in kernels::available().into_iter().skip(1) {
-        let hidden = CpuExecutor::with_kernel(build().0, k)
+        let hidden = CpuExecutor::with_kernel(build().0, k, Quantized::F32)
             .forward(&batch, false)
             .unwrap()
             .hidden;

@@ -31,6 +31,8 @@ const loading = {};
 const wanted = new URLSearchParams(location.search).get('device');
 if (['auto', 'webgpu', 'cpu'].includes(wanted)) $('#device').value = wanted;
 const device = () => $('#device').value;
+// `?quantized=f32` computes q4 models on dequantized f32 weights (default: integer kernels).
+const quantized = new URLSearchParams(location.search).get('quantized') === 'f32' ? 'f32' : 'int';
 
 /** `WebGPU · <adapter>` or `CPU · simd128`, from a pipeline's backend string. */
 function describe(backend, pipe) {
@@ -81,7 +83,7 @@ function ensure(tab) {
     $('#load').hidden = false;
     showError(null);
     try {
-      const pipe = await pipeline(want.task, want.source, { device: device(), onProgress: onProgress(want.name) });
+      const pipe = await pipeline(want.task, want.source, { device: device(), quantized, onProgress: onProgress(want.name) });
       if (chosen[tab] !== want) {
         pipe.dispose();
         return ensure(tab);

@@ -20,6 +20,37 @@ pub struct Kernel {
     pub tile: TileFn,
     /// Elementwise row ops compiled for the same ISA.
     pub ops: &'static super::math::RowOps,
+    /// The integer-dot tile for block-quantized weights, where this ISA has a fast one.
+    pub quant: Option<&'static QKernel>,
+}
+
+/// One quantized register tile's operands (see `qgemm.rs` for the layouts): `blocks` weight
+/// blocks of `steps` steps of `group` k each.
+pub struct QTile {
+    pub blocks: usize,
+    pub steps: usize,
+    /// A codes (int8 or little-endian int16), `[block][step][mr][group]`.
+    pub a: *const u8,
+    /// Per block: `mr` scales, then `mr` terms `scale · Σ codes`.
+    pub a_scales: *const f32,
+    /// Weight codes (< 128), `[block][step][nr][group]`.
+    pub b: *const u8,
+    /// Per block: `nr` scales, then `nr` terms `zero point · scale`.
+    pub b_scales: *const f32,
+}
+
+/// Writes `C[rows×cols] = A·Wᵀ` for one quantized tile.
+pub type QTileFn = unsafe fn(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize);
+
+pub struct QKernel {
+    pub name: &'static str,
+    pub mr: usize,
+    pub nr: usize,
+    /// Consecutive k summed into one 32-bit lane: 4 for int8 dot products, 2 for int16.
+    pub group: usize,
+    /// Bytes per A code: 1 (int8) or 2 (int16, 256 times finer).
+    pub a_bytes: usize,
+    pub tile: QTileFn,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -43,13 +74,32 @@ pub fn available() -> Vec<&'static Kernel> {
         }
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-    v.push(&super::relaxed::KERNEL);
+    v.push(if super::relaxed::int8_dot_works() {
+        &super::relaxed::KERNEL
+    } else {
+        &super::relaxed::KERNEL_INT16
+    });
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     v.push(&super::simd128::KERNEL);
     #[cfg(target_arch = "aarch64")]
     v.push(&super::neon::KERNEL);
     v.push(&super::scalar::KERNEL);
     v
+}
+
+/// The portable quantized tile with `kern`'s layout: the reference its results are checked
+/// against.
+pub fn quant_reference(kern: &QKernel) -> &'static QKernel {
+    if kern.a_bytes == 1 {
+        &super::scalar::QUANT_I8
+    } else {
+        &super::scalar::QUANT
+    }
+}
+
+/// The portable kernel computing q4 weights with int8 activations, as relaxed-simd does.
+pub fn int8_reference() -> &'static Kernel {
+    &super::scalar::KERNEL_INT8
 }
 
 /// The fastest kernel, or the one named by `WEBERT_ISA` (avx512, avx2, neon, relaxed-simd,

@@ -12,6 +12,7 @@ pub static KERNEL: Kernel = Kernel {
     nr: NR,
     tile,
     ops: &ROW_OPS,
+    quant: None,
 };
 
 super::math::row_ops!();

@@ -5,7 +5,7 @@
 //! 2x16 all run about 1.25x the plain `simd128` kernel; 5x8 (17 registers) spills and is slower
 //! than `simd128`, though it is the fastest in Node 20's older V8.
 
-use super::kernels::Kernel;
+use super::kernels::{Kernel, QKernel, QTile};
 use super::simd128::tile_with;
 use std::arch::wasm32::*;
 
@@ -18,6 +18,70 @@ pub static KERNEL: Kernel = Kernel {
     nr: 4 * NV,
     tile,
     ops: &super::simd128::ROW_OPS,
+    quant: Some(&QUANT),
+};
+
+/// The same kernel where the engine's `relaxed_dot` is wrong (Node 20's V8 11.3 computes it
+/// with other signedness): q4 weights take the int16 tile of `simd128`.
+pub static KERNEL_INT16: Kernel = Kernel {
+    quant: Some(&super::simd128::QUANT),
+    ..KERNEL
+};
+
+/// Whether the int8 tile computes exact products here: `relaxed_dot` must give exact sums
+/// when its second operand is below 128, but Node 20's V8 (11.3, relaxed-simd behind a flag)
+/// gets them wrong in some register assignments, so the real tile is run on a small product.
+pub fn int8_dot_works() -> bool {
+    use super::qgemm::{qgemm, PackedQ, QScratch};
+    let (m, n, k) = (QMR, QNR, 64);
+    let q = crate::model::BlockQuant {
+        block: 32,
+        codes: (0..n * k).map(|i| (i * 7 % 16) as u8).collect(),
+        scales: vec![1.0; n * 2],
+        zero_points: vec![0.0; n * 2],
+    };
+    // Integer activations within int8: quantization is exact, so the product must be too.
+    let a: Vec<f32> = (0..m * k)
+        .map(|i| match i % 32 {
+            0 => 127.0, // every block's max: scale 1
+            _ => (i * 37 % 255) as f32 - 127.0,
+        })
+        .collect();
+    let Some(w) = PackedQ::new(&QUANT, n, k, &q) else {
+        return false;
+    };
+    let mut c = vec![0.0; m * n];
+    qgemm(
+        &QUANT,
+        m,
+        std::hint::black_box(&a),
+        k,
+        &w,
+        &mut c,
+        n,
+        &mut QScratch::default(),
+    );
+    (0..m * n).all(|ij| {
+        let (i, j) = (ij / n, ij % n);
+        let want: f32 = (0..k)
+            .map(|kk| a[i * k + kk] * q.codes[j * k + kk] as f32)
+            .sum();
+        c[ij] == want
+    })
+}
+
+const QMR: usize = 4;
+const QNR: usize = 8;
+
+/// Integer tile: `i32x4.relaxed_dot_i8x16_i7x16_add` (one `vpdpbusd` where the CPU has
+/// AVX-VNNI) takes 16 products per instruction, four times an f32 FMA.
+static QUANT: QKernel = QKernel {
+    name: "relaxed-simd int8",
+    mr: QMR,
+    nr: QNR,
+    group: 4,
+    a_bytes: 1,
+    tile: qtile,
 };
 
 /// # Safety
@@ -35,4 +99,52 @@ unsafe fn tile(
 ) {
     let madd = |x, y, z| f32x4_relaxed_madd(x, y, z);
     tile_with::<MR, NV>(k, a, b, c, ldc, rows, cols, accumulate, madd)
+}
+
+/// # Safety
+/// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`), and `c` covers
+/// `rows × cols` with stride `ldc`.
+unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    let (mut a, mut b) = (t.a, t.b);
+    let mut acc = [[f32x4_splat(0.0); 2]; QMR];
+    for blk in 0..t.blocks {
+        let mut dot = [[i32x4_splat(0); 2]; QMR];
+        for _ in 0..t.steps {
+            let w = [
+                v128_load(b as *const v128),
+                v128_load(b.add(16) as *const v128),
+            ];
+            for (i, d) in dot.iter_mut().enumerate() {
+                let x = v128_load32_splat(a.add(4 * i) as *const u32);
+                d[0] = i32x4_relaxed_dot_i8x16_i7x16_add(x, w[0], d[0]);
+                d[1] = i32x4_relaxed_dot_i8x16_i7x16_add(x, w[1], d[1]);
+            }
+            a = a.add(4 * QMR);
+            b = b.add(4 * QNR);
+        }
+        let (sa, sb) = (t.a_scales.add(blk * 2 * QMR), t.b_scales.add(blk * 2 * QNR));
+        let sw = [
+            v128_load(sb as *const v128),
+            v128_load(sb.add(4) as *const v128),
+        ];
+        let zw = [
+            v128_load(sb.add(8) as *const v128),
+            v128_load(sb.add(12) as *const v128),
+        ];
+        for (i, (row, d)) in acc.iter_mut().zip(&dot).enumerate() {
+            let (s, z) = (f32x4_splat(*sa.add(i)), f32x4_splat(-*sa.add(QMR + i)));
+            for j in 0..2 {
+                let scaled =
+                    f32x4_relaxed_madd(f32x4_convert_i32x4(d[j]), f32x4_mul(s, sw[j]), row[j]);
+                row[j] = f32x4_relaxed_madd(z, zw[j], scaled);
+            }
+        }
+    }
+    let mut out = [0f32; QMR * QNR];
+    for (i, row) in acc.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            v128_store(out.as_mut_ptr().add(i * QNR + 4 * j) as *mut v128, v);
+        }
+    }
+    super::kernels::store_partial(&out, QNR, c, ldc, rows, cols, false);
 }

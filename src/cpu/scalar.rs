@@ -1,6 +1,6 @@
 //! Portable micro-kernel; the compiler vectorises it for the baseline ISA.
 
-use super::kernels::{store_partial, Kernel};
+use super::kernels::{store_partial, Kernel, QKernel, QTile};
 
 const MR: usize = 4;
 const NR: usize = 8;
@@ -11,6 +11,36 @@ pub static KERNEL: Kernel = Kernel {
     nr: NR,
     tile,
     ops: &ROW_OPS,
+    quant: Some(&QUANT),
+};
+
+/// The int16 quantized tile (the portable one is exact to int16 activations; no native build
+/// selects the scalar kernel unless asked to).
+pub static QUANT: QKernel = QKernel {
+    name: "scalar int16",
+    mr: MR,
+    nr: NR,
+    group: 2,
+    a_bytes: 2,
+    tile: qtile::<2, 2>,
+};
+
+/// The portable kernel with the int8 tile: the numerics of relaxed-simd's int8 path, natively
+/// (tests).
+pub static KERNEL_INT8: Kernel = Kernel {
+    name: "scalar-int8",
+    quant: Some(&QUANT_I8),
+    ..KERNEL
+};
+
+/// The int8 layout of the relaxed-simd tile, as a reference for it.
+pub static QUANT_I8: QKernel = QKernel {
+    name: "scalar int8",
+    mr: MR,
+    nr: NR,
+    group: 4,
+    a_bytes: 1,
+    tile: qtile::<4, 1>,
 };
 
 super::math::row_ops!();
@@ -39,4 +69,47 @@ unsafe fn tile(
         }
     }
     store_partial(&acc, NR, c, ldc, rows, cols, accumulate);
+}
+
+/// # Safety
+/// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`) in the layout of
+/// `G`-wide groups and `W`-byte A codes, and `c` covers `rows × cols` with stride `ldc`.
+unsafe fn qtile<const G: usize, const W: usize>(
+    t: QTile,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+) {
+    let steps = t.blocks * t.steps;
+    let a = std::slice::from_raw_parts(t.a, steps * G * MR * W);
+    let b = std::slice::from_raw_parts(t.b, steps * G * NR);
+    let sa = std::slice::from_raw_parts(t.a_scales, t.blocks * 2 * MR);
+    let sb = std::slice::from_raw_parts(t.b_scales, t.blocks * 2 * NR);
+    let code = |at: usize| match W {
+        1 => a[at] as i8 as i32,
+        _ => i16::from_le_bytes([a[at], a[at + 1]]) as i32,
+    };
+    let mut acc = [0f32; MR * NR];
+    for blk in 0..t.blocks {
+        let mut dot = [0i32; MR * NR];
+        for step in blk * t.steps..(blk + 1) * t.steps {
+            let (a0, b0) = (step * G * MR, step * G * NR);
+            for i in 0..MR {
+                for j in 0..NR {
+                    dot[i * NR + j] += (0..G)
+                        .map(|u| code((a0 + i * G + u) * W) * b[b0 + j * G + u] as i32)
+                        .sum::<i32>();
+                }
+            }
+        }
+        let (sa, sb) = (&sa[blk * 2 * MR..], &sb[blk * 2 * NR..]);
+        for i in 0..MR {
+            for j in 0..NR {
+                acc[i * NR + j] +=
+                    dot[i * NR + j] as f32 * (sa[i] * sb[j]) - sa[MR + i] * sb[NR + j];
+            }
+        }
+    }
+    store_partial(&acc, NR, c, ldc, rows, cols, false);
 }

@@ -2,7 +2,7 @@
 //! The CPU and GPU executors both run exactly this list.
 
 use super::config::{Activation, Architecture, ModelConfig, ModelType};
-use super::weights::{Tensor, Weights};
+use super::weights::{BlockQuant, Tensor, Weights};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -152,23 +152,25 @@ impl Builder<'_> {
     fn fused_qkv(&mut self, names: [String; 3], h: usize) -> Result<Linear> {
         let mut w = Vec::with_capacity(3 * h * h);
         let mut b = Vec::with_capacity(3 * h);
+        let mut quants = Vec::new();
         for n in &names {
-            w.extend(
-                self.src
-                    .take(self.prefix(), &format!("{n}.weight"), &[h, h])?
-                    .data,
-            );
+            let t = self
+                .src
+                .take(self.prefix(), &format!("{n}.weight"), &[h, h])?;
+            w.extend(t.data);
+            quants.extend(t.quant);
             b.extend(
                 self.src
                     .take(self.prefix(), &format!("{n}.bias"), &[h])?
                     .data,
             );
         }
+        let mut fused = Tensor::new(vec![3 * h, h], w);
+        if quants.len() == 3 {
+            fused.quant = BlockQuant::concat(quants.iter().map(|q| &**q)).map(Box::new);
+        }
         let stem = names[0].rsplit_once('.').map_or("", |(s, _)| s).to_string();
-        let weight = self.push(
-            &format!("{stem}.qkv.weight"),
-            Tensor::new(vec![3 * h, h], w),
-        );
+        let weight = self.push(&format!("{stem}.qkv.weight"), fused);
         let bias = Some(self.push(&format!("{stem}.qkv.bias"), Tensor::new(vec![3 * h], b)));
         Ok(Linear {
             weight,

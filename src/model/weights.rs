@@ -9,12 +9,53 @@ use std::collections::HashMap;
 pub struct Tensor {
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
+    /// The integer form a `[n, k]` weight was stored in, when it came block-quantized (ONNX
+    /// `MatMulNBits`): `data` is its exact dequantization. CPU kernels with integer dot
+    /// products compute from it.
+    pub quant: Option<Box<BlockQuant>>,
 }
 
 impl Tensor {
     pub fn new(shape: Vec<usize>, data: Vec<f32>) -> Self {
         debug_assert_eq!(shape.iter().product::<usize>(), data.len());
-        Tensor { shape, data }
+        Tensor {
+            shape,
+            data,
+            quant: None,
+        }
+    }
+}
+
+/// A `[n, k]` matrix quantized in blocks of `block` consecutive k:
+/// `w[j][kk] = (codes[j][kk] - zero_points[j][b]) * scales[j][b]` with `b = kk / block`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockQuant {
+    pub block: usize,
+    /// One unsigned code per weight, `[n, k]`, each below 128.
+    pub codes: Vec<u8>,
+    /// `[n, k.div_ceil(block)]`.
+    pub scales: Vec<f32>,
+    pub zero_points: Vec<f32>,
+}
+
+impl BlockQuant {
+    pub fn blocks(&self, k: usize) -> usize {
+        k.div_ceil(self.block)
+    }
+
+    /// Stacks the rows of several matrices with the same `k` and block (fused Q/K/V).
+    pub fn concat<'a>(parts: impl IntoIterator<Item = &'a BlockQuant>) -> Option<BlockQuant> {
+        let mut parts = parts.into_iter();
+        let mut out = parts.next()?.clone();
+        for p in parts {
+            if p.block != out.block {
+                return None;
+            }
+            out.codes.extend_from_slice(&p.codes);
+            out.scales.extend_from_slice(&p.scales);
+            out.zero_points.extend_from_slice(&p.zero_points);
+        }
+        Some(out)
     }
 }
 
@@ -34,6 +75,10 @@ impl Weights {
 
     pub fn is_empty(&self) -> bool {
         self.tensors.is_empty()
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Tensor> {
+        self.tensors.get_mut(name)
     }
 
     pub fn names(&self) -> impl Iterator<Item = &String> {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs a wasm32-wasip1 program that needs no files (examples/gemm_bench.rs) in headless Chromium
+// Runs a wasm32-wasip1 program that needs no files (examples/gemm_bench.rs, cpu_profile.rs) in headless Chromium
 // with a minimal WASI shim (args, clock, stdout), and prints its output: kernel speed under the
 // browser's V8, which can differ from Node's (scripts/wasm_bench.sh).
 //   node tests/bench/wasi-chromium.mjs program.wasm [args...]
@@ -61,6 +61,10 @@ async function run({ b64, args }) {
         total += len;
       }
       view().setUint32(written, total, true);
+      return 0;
+    },
+    random_get: (ptr, len) => {
+      crypto.getRandomValues(new Uint8Array(memory.buffer, ptr, len));
       return 0;
     },
     proc_exit: () => {

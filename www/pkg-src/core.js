@@ -92,7 +92,7 @@ export class Model {
     const adapter = device === 'cpu' ? null : await webgpuAdapter();
     if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
     try {
-      this.engine = await guarded(loader.load(device, allowFallback));
+      this.engine = await guarded(loader.load(device, allowFallback, this.options.quantized ?? 'int'));
       this.generation = generation;
     } catch (e) {
       throw this.recover(e);

@@ -26,6 +26,15 @@ export interface PipelineOptions {
    * adapter, failures are errors. `'cpu'`: WebAssembly SIMD only.
    */
   device?: 'auto' | 'cpu' | 'webgpu';
+  /**
+   * How the CPU path computes with q4 weights (ONNX `MatMulNBits`). `'int'` (default): integer
+   * dot products on the weights' 4-bit codes with activations quantized per row and block of
+   * 32, int8 where the engine has relaxed SIMD (about twice the f32 speed; scores move by up to
+   * ~2e-2, labels and spans measured equal on the goldens), int16 elsewhere (scores within
+   * ~1e-4). `'f32'`: dequantized f32 weights, the math of ONNX Runtime. WebGPU computes in
+   * f32 (or f16) either way.
+   */
+  quantized?: 'int' | 'f32';
   /** Let `'auto'` use a fallback adapter (CPU-emulated, e.g. SwiftShader), which it otherwise skips as slower than the CPU path. */
   allowFallbackAdapter?: boolean;
   /** Run in a module Web Worker (default in browsers) or in the calling thread (Node: always). */

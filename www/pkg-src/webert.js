@@ -175,6 +175,7 @@ export async function pipeline(task, model, options = {}) {
   }
   const device = options.device ?? 'auto';
   if (!['auto', 'cpu', 'webgpu'].includes(device)) throw new Error(`unknown device "${device}"; use 'auto', 'cpu' or 'webgpu'`);
+  if (!['int', 'f32', undefined].includes(options.quantized)) throw new Error(`unknown quantized compute "${options.quantized}"; use 'int' or 'f32'`);
   if (model == null) throw new Error('pipeline() needs a model: a folder URL, a FileList / File[] or an object of file name → ArrayBuffer');
   const onProgress = options.onProgress ?? options.progress_callback;
   const entry = acquire(model, { ...options, device }, onProgress);

@@ -25,6 +25,7 @@ mod ops;
 mod proto;
 mod tensor;
 
+use super::weights::BlockQuant;
 use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
 use std::collections::HashMap;
 use tensor::Reason;
@@ -35,6 +36,8 @@ pub struct ImportedTensor {
     pub name: String,
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
+    /// The integer codes behind `data`, for weights stored block-quantized.
+    pub quant: Option<BlockQuant>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +87,7 @@ struct Value {
     origin: String,
     shape: Vec<usize>,
     data: Vec<f32>,
+    quant: Option<BlockQuant>,
 }
 
 impl Value {
@@ -93,6 +97,7 @@ impl Value {
             origin,
             shape,
             data,
+            quant: None,
         }
     }
 }
@@ -305,6 +310,7 @@ impl<'a> Importer<'a> {
             name,
             shape: v.shape,
             data: v.data,
+            quant: v.quant,
         });
         Ok(())
     }
@@ -319,6 +325,7 @@ impl<'a> Importer<'a> {
         if let (false, &[rows, cols]) = (out_in, w.shape.as_slice()) {
             w.data = tensor::transpose2(&w.data, rows, cols);
             w.shape = vec![cols, rows];
+            w.quant = None; // blocks run along the other axis now
         }
         self.push(node, Kind::Weight, w)
     }
@@ -426,7 +433,9 @@ pub fn import(file: &str, bytes: &[u8]) -> crate::Result<super::Weights> {
     })?;
     let mut w = super::Weights::default();
     for t in tensors {
-        w.insert(t.name, super::Tensor::new(t.shape, t.data));
+        let mut tensor = super::Tensor::new(t.shape, t.data);
+        tensor.quant = t.quant.map(Box::new);
+        w.insert(t.name, tensor);
     }
     Ok(w)
 }

@@ -70,7 +70,7 @@ impl<'a> Importer<'a> {
             }
         };
         let g_idx = self.const_i32(input(node, 4))?.map(|(_, g)| g);
-        let data = tensor::dequantize_nbits(
+        let (data, quant) = tensor::dequantize_nbits(
             &b,
             &scales.data,
             zero_points,
@@ -81,7 +81,9 @@ impl<'a> Importer<'a> {
             block_size,
         )
         .map_err(|r| node_err(node, r))?;
-        self.push_linear(node, Value::new(b_name, vec![n, k], data), true)?;
+        let mut w = Value::new(b_name, vec![n, k], data);
+        w.quant = quant;
+        self.push_linear(node, w, true)?;
         if let Some(bias) = self.resolve(input(node, 5), 0)? {
             self.push(node, Kind::Bias, bias)?;
         }

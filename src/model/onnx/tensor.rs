@@ -1,6 +1,7 @@
 //! Decoding `TensorProto` payloads and the dequantization arithmetic. Errors are plain
 //! reasons; the caller attaches the tensor or node name.
 
+use super::super::weights::BlockQuant;
 use super::proto::{dtype, TensorProto};
 use std::borrow::Cow;
 
@@ -263,7 +264,8 @@ pub(super) enum NBitsZeroPoints<'a> {
 }
 
 /// `com.microsoft.MatMulNBits` weight: `b` is `[n, blocks, block_size * bits / 8]`, scales
-/// `[n * blocks]`; returns `[n, k]` (PyTorch `[out, in]`). `g_idx` maps column k to its block.
+/// `[n * blocks]`; returns `[n, k]` (PyTorch `[out, in]`) and, when the codes fit in 7 bits and
+/// blocks are contiguous runs of k, the integer form. `g_idx` maps column k to its block.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn dequantize_nbits(
     b: &[u8],
@@ -274,7 +276,7 @@ pub(super) fn dequantize_nbits(
     k: usize,
     bits: usize,
     block_size: usize,
-) -> Result<Vec<f32>, Reason> {
+) -> Result<(Vec<f32>, Option<BlockQuant>), Reason> {
     let blob = block_size
         .checked_mul(bits)
         .filter(|&b| b > 0 && b.is_multiple_of(8))
@@ -310,6 +312,13 @@ pub(super) fn dequantize_nbits(
     }
     let default_zp = [(1u32 << (bits - 1)) as f32];
     let mut out = Vec::with_capacity(n * k);
+    let contiguous = g_idx.is_none_or(|g| (0..k).all(|kk| g[kk] as usize == kk / block_size));
+    let mut quant = (bits < 8 && contiguous).then(|| BlockQuant {
+        block: block_size,
+        codes: Vec::with_capacity(n * k),
+        scales: scales.to_vec(),
+        zero_points: Vec::with_capacity(n * blocks),
+    });
     let rows = b.chunks_exact(row_bytes).zip(scales.chunks_exact(blocks));
     for (row, (q_row, s_row)) in rows.enumerate() {
         let zp: Vec<f32> = match &zero_points {
@@ -325,8 +334,13 @@ pub(super) fn dequantize_nbits(
                     .collect()
             }
         };
+        let codes = unpack_bits(q_row, bits)?;
+        if let Some(q) = quant.as_mut() {
+            q.codes.extend(codes.iter().take(k).map(|&c| c as u8));
+            q.zero_points.extend(zp.iter().take(blocks));
+        }
         // Blocks are contiguous in a row, so unpacked position == column (tail padding dropped).
-        for (col, qv) in unpack_bits(q_row, bits)?.into_iter().enumerate().take(k) {
+        for (col, qv) in codes.into_iter().enumerate().take(k) {
             let blk = match g_idx {
                 Some(g) => g
                     .get(col)
@@ -340,5 +354,5 @@ pub(super) fn dequantize_nbits(
             out.push((qv as f32 - z) * s);
         }
     }
-    Ok(out)
+    Ok((out, quant))
 }

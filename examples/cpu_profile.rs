@@ -1,0 +1,99 @@
+//! Where a CPU forward pass spends its time, per kind of op: a random MiniLM-L6-shaped model
+//! (f32, or with q4 weights like the PII export: `--q4`) on 128 tokens. Needs no files, so it
+//! also runs for wasm32-wasip1 in Chromium (`node tests/bench/wasi-chromium.mjs <wasm> --q4`).
+use std::time::Instant;
+use webert::cpu::{Batch, CpuExecutor, Quantized};
+use webert::model::{BlockQuant, ModelConfig, Plan};
+
+/// Replaces each encoder linear weight by its 4-bit, block-32 quantization.
+fn to_q4(w: &mut webert::model::Weights) {
+    let names: Vec<String> = w
+        .names()
+        .filter(|n| n.contains("layer") && n.ends_with("weight"))
+        .cloned()
+        .collect();
+    for name in names {
+        let t = w.get_mut(&name).expect("listed");
+        let [n, k] = t.shape[..] else { continue };
+        let mut q = BlockQuant {
+            block: 32,
+            codes: Vec::new(),
+            scales: Vec::new(),
+            zero_points: Vec::new(),
+        };
+        for row in t.data.chunks_exact_mut(k) {
+            for blk in row.chunks_mut(32) {
+                let s = blk.iter().fold(0f32, |m, v| m.max(v.abs())) / 7.0;
+                q.scales.push(s);
+                q.zero_points.push(8.0);
+                for v in blk.iter_mut() {
+                    let c = if s > 0.0 {
+                        (*v / s).round().clamp(-8.0, 7.0)
+                    } else {
+                        0.0
+                    };
+                    q.codes.push((c + 8.0) as u8);
+                    *v = c * s;
+                }
+            }
+        }
+        debug_assert_eq!(q.codes.len(), n * k);
+        t.quant = Some(Box::new(q));
+    }
+}
+
+fn main() {
+    let q4 = std::env::args().any(|a| a == "--q4");
+    let f32_only = std::env::args().any(|a| a == "--f32");
+    let cfg = ModelConfig::from_json(
+        "config.json",
+        r#"{"model_type":"bert","vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,
+            "num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512}"#,
+    )
+    .expect("config");
+    let (cfg, mut weights) =
+        webert::model::synthetic::random_model(cfg, "minilm-l6", 1).expect("shape");
+    if q4 {
+        to_q4(&mut weights);
+    }
+    let plan = Plan::build(cfg, weights).expect("plan");
+    let quantized = if f32_only {
+        Quantized::F32
+    } else {
+        Quantized::Int
+    };
+    let mut exec = CpuExecutor::new(plan, quantized);
+    let l = 128;
+    let batch = Batch {
+        ids: (0..l as u32).map(|i| 1000 + i * 7).collect(),
+        type_ids: vec![0; l],
+        lens: vec![l],
+        seq_len: l,
+        picked: vec![],
+    };
+    let start = Instant::now();
+    let now = || start.elapsed().as_secs_f64() * 1e3;
+    let runs = 10;
+    let mut totals: Vec<(String, f64)> = Vec::new();
+    for r in 0..runs + 2 {
+        let p = exec.profile(&batch, now).expect("forward");
+        if r < 2 {
+            continue;
+        }
+        for (k, ms) in p {
+            match totals.iter_mut().find(|(t, _)| *t == k) {
+                Some((_, t)) => *t += ms / runs as f64,
+                None => totals.push((k, ms / runs as f64)),
+            }
+        }
+    }
+    let all: f64 = totals.iter().map(|(_, ms)| ms).sum();
+    println!(
+        "{} ({}), 1x{l} tokens: {all:.1} ms per forward",
+        exec.kernel_name(),
+        if q4 { "q4 weights" } else { "f32 weights" }
+    );
+    for (k, ms) in totals {
+        println!("  {ms:7.2} ms {:5.1}%  {k}", 100.0 * ms / all);
+    }
+}

@@ -1,0 +1,346 @@
+//! Integer GEMM for block-quantized weights (ONNX `MatMulNBits`): `C = A · Wᵀ` with W kept as
+//! its 7-bit codes and A quantized per row and per weight block on the fly, to int8 or int16
+//! as the kernel's dot product takes it. A block's int32 dot products are scaled into f32:
+//! `C[i][j] = Σ_b sa[i][b]·sw[j][b]·Σ_k qa·qw − (sa[i][b]·Σ_k qa)·(zp[j][b]·sw[j][b])`,
+//! which is `Σ_k a·w` with `a ≈ sa·qa` and `w = (qw − zp)·sw` exact.
+
+use super::kernels::{QKernel, QTile};
+use crate::model::BlockQuant;
+
+/// Weights packed for a [`QKernel`]: per panel of `nr` columns and per block, steps of
+/// `nr × group` codes (`group` consecutive k feed one 32-bit lane of the dot product), and
+/// beside them `nr` scales then `nr` zero-point terms.
+#[derive(Debug, Default, Clone)]
+pub struct PackedQ {
+    pub n: usize,
+    pub k: usize,
+    nr: usize,
+    group: usize,
+    block: usize,
+    codes: Vec<u8>,
+    scales: Vec<f32>,
+}
+
+impl PackedQ {
+    /// Packs `q`, the codes of a `[n, k]` matrix, or `None` when its blocks do not split into
+    /// whole groups or a block's dot product could overflow int32 (then the f32 path runs it).
+    pub fn new(kern: &QKernel, n: usize, k: usize, q: &BlockQuant) -> Option<Self> {
+        let (nr, block, group) = (kern.nr, q.block, kern.group);
+        let blocks = q.blocks(k);
+        let max_code = q.codes.iter().copied().max().unwrap_or(0);
+        let sane = block > 0
+            && block.is_multiple_of(group)
+            && q.codes.len() == n * k
+            && q.scales.len() == n * blocks
+            && q.zero_points.len() == n * blocks
+            && max_code < 128
+            && (block as u64) * max_code as u64 * a_max(kern) as u64 <= i32::MAX as u64;
+        if !sane {
+            return None;
+        }
+        let panels = n.div_ceil(nr);
+        let mut codes = vec![0u8; panels * blocks * block * nr];
+        let mut scales = vec![0f32; panels * blocks * 2 * nr];
+        for j in 0..n {
+            let (p, jj) = (j / nr, j % nr);
+            for b in 0..blocks {
+                let chunk = (p * blocks + b) * block * nr;
+                for kk in b * block..k.min((b + 1) * block) {
+                    let t = kk - b * block;
+                    codes[chunk + (t / group) * group * nr + jj * group + t % group] =
+                        q.codes[j * k + kk];
+                }
+                let s = (p * blocks + b) * 2 * nr;
+                let sw = q.scales[j * blocks + b];
+                scales[s + jj] = sw;
+                scales[s + nr + jj] = q.zero_points[j * blocks + b] * sw;
+            }
+        }
+        Some(PackedQ {
+            n,
+            k,
+            nr,
+            group,
+            block,
+            codes,
+            scales,
+        })
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.codes.len() + self.scales.len() * 4
+    }
+
+    fn blocks(&self) -> usize {
+        self.k.div_ceil(self.block)
+    }
+}
+
+/// A quantized per call: `mr`-row strips laid out like the weight panels.
+#[derive(Debug, Default)]
+pub struct QScratch {
+    codes: Vec<u8>,
+    scales: Vec<f32>,
+}
+
+/// `C = A · Wᵀ` for row-major `a` (stride `lda`) into row-major `c` (stride `ldc`).
+#[allow(clippy::too_many_arguments)]
+pub fn qgemm(
+    kern: &QKernel,
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    w: &PackedQ,
+    c: &mut [f32],
+    ldc: usize,
+    scratch: &mut QScratch,
+) {
+    let (n, k, mr, nr) = (w.n, w.k, kern.mr, kern.nr);
+    assert!(
+        w.nr == nr && w.group == kern.group,
+        "W was packed for another kernel"
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(
+        a.len() >= (m - 1) * lda + k && c.len() >= (m - 1) * ldc + n,
+        "qgemm operand too short"
+    );
+    let (block, blocks) = (w.block, w.blocks());
+    quantize_a(scratch, kern, a, lda, m, k, block);
+    let strips = m.div_ceil(mr);
+    let (a_strip, b_panel) = (blocks * block * mr * kern.a_bytes, blocks * block * nr);
+    for p in 0..n.div_ceil(nr) {
+        let cols = nr.min(n - p * nr);
+        let codes = &w.codes[p * b_panel..(p + 1) * b_panel];
+        let scales = &w.scales[p * blocks * 2 * nr..(p + 1) * blocks * 2 * nr];
+        for s in 0..strips {
+            let rows = mr.min(m - s * mr);
+            let a_codes = &scratch.codes[s * a_strip..(s + 1) * a_strip];
+            let a_scales = &scratch.scales[s * blocks * 2 * mr..(s + 1) * blocks * 2 * mr];
+            // SAFETY: the slices above hold exactly the strip and panel the tile reads; the
+            // tile writes rows < `rows` and cols < `cols` of C, inside `c` by the length assert.
+            unsafe {
+                (kern.tile)(
+                    QTile {
+                        blocks,
+                        steps: block / kern.group,
+                        a: a_codes.as_ptr(),
+                        a_scales: a_scales.as_ptr(),
+                        b: codes.as_ptr(),
+                        b_scales: scales.as_ptr(),
+                    },
+                    c.as_mut_ptr().add(s * mr * ldc + p * nr),
+                    ldc,
+                    rows,
+                    cols,
+                )
+            };
+        }
+    }
+}
+
+/// The largest activation code: int8 or int16, symmetric.
+fn a_max(kern: &QKernel) -> i32 {
+    if kern.a_bytes == 1 {
+        127
+    } else {
+        32767
+    }
+}
+
+/// Quantizes each row's blocks (symmetric, scale = max|a| / a_max) into strips
+/// `[strip][block][step][mr][group]` of little-endian int8/int16 codes, with per strip and block
+/// `mr` scales then `mr` terms `scale · Σ codes` (zero-padded rows and k give zero codes).
+fn quantize_a(
+    dst: &mut QScratch,
+    kern: &QKernel,
+    a: &[f32],
+    lda: usize,
+    m: usize,
+    k: usize,
+    block: usize,
+) {
+    let (mr, group, width) = (kern.mr, kern.group, kern.a_bytes);
+    let (strips, blocks) = (m.div_ceil(mr), k.div_ceil(block));
+    let top = a_max(kern) as f32;
+    dst.codes.clear();
+    dst.codes.resize(strips * blocks * block * mr * width, 0);
+    dst.scales.clear();
+    dst.scales.resize(strips * blocks * 2 * mr, 0.0);
+    for r in 0..m {
+        let (s, i) = (r / mr, r % mr);
+        let row = &a[r * lda..r * lda + k];
+        for (b, x) in row.chunks(block).enumerate() {
+            let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let inv = if amax > 0.0 { top / amax } else { 0.0 };
+            let at = (s * blocks + b) * block * mr * width;
+            let chunk = &mut dst.codes[at..at + block * mr * width];
+            let sum = match width {
+                1 => quantize_block::<1>(chunk, x, inv, mr, group, i),
+                _ => quantize_block::<2>(chunk, x, inv, mr, group, i),
+            };
+            let sc = (s * blocks + b) * 2 * mr;
+            let scale = amax / top;
+            dst.scales[sc + i] = scale;
+            dst.scales[sc + mr + i] = scale * sum as f32;
+        }
+    }
+}
+
+/// Writes row `i`'s codes of one block into its strip chunk; returns their sum.
+#[inline(always)]
+fn quantize_block<const W: usize>(
+    chunk: &mut [u8],
+    x: &[f32],
+    inv: f32,
+    mr: usize,
+    group: usize,
+    i: usize,
+) -> i32 {
+    let mut sum = 0i32;
+    for (g, xs) in x.chunks(group).enumerate() {
+        let base = (g * group * mr + i * group) * W;
+        let out = &mut chunk[base..base + xs.len() * W];
+        for (o, &v) in out.chunks_exact_mut(W).zip(xs) {
+            let q = (v * inv).round_ties_even() as i32;
+            sum += q;
+            o.copy_from_slice(&(q as i16).to_le_bytes()[..W]);
+        }
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::kernels::{available, quant_reference};
+
+    /// Every quantized tile here, and the portable int8 one.
+    fn quant_kernels() -> Vec<&'static QKernel> {
+        let mut v: Vec<_> = available().into_iter().filter_map(|k| k.quant).collect();
+        v.extend(v.clone().into_iter().map(quant_reference));
+        v.push(&crate::cpu::scalar::QUANT_I8);
+        v
+    }
+
+    fn rand(len: usize, seed: u64) -> impl Iterator<Item = u64> {
+        let mut s = seed.wrapping_mul(6364136223846793005) ^ 0x9E37_79B9_7F4A_7C15;
+        (0..len).map(move |_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s >> 33
+        })
+    }
+
+    fn quant(n: usize, k: usize, block: usize, seed: u64) -> BlockQuant {
+        let blocks = k.div_ceil(block);
+        BlockQuant {
+            block,
+            codes: rand(n * k, seed).map(|r| (r % 16) as u8).collect(),
+            scales: rand(n * blocks, seed + 1)
+                .map(|r| (r % 1000) as f32 * 1e-4 + 1e-3)
+                .collect(),
+            zero_points: rand(n * blocks, seed + 2)
+                .map(|r| (r % 16) as f32)
+                .collect(),
+        }
+    }
+
+    fn dequantize(q: &BlockQuant, n: usize, k: usize) -> Vec<f32> {
+        let blocks = q.blocks(k);
+        (0..n * k)
+            .map(|i| {
+                let (j, kk) = (i / k, i % k);
+                let b = j * blocks + kk / q.block;
+                (q.codes[i] as f32 - q.zero_points[b]) * q.scales[b]
+            })
+            .collect()
+    }
+
+    /// Every quantized kernel against f64 sums over the dequantized weights: the only error
+    /// is A's rounding, at most half a step (max|a| / 2·a_max) per element.
+    #[test]
+    fn every_quantized_kernel_matches_the_dequantized_product() {
+        for qk in quant_kernels() {
+            for &(m, n, k, block) in &[
+                (1usize, 1usize, 32usize, 32usize),
+                (5, 7, 40, 16),
+                (13, 33, 300, 32),
+                (128, 96, 64, 32),
+                (3, 70, 129, 64),
+                (9, 8, 4, 4),
+                (4, 8, 8, 2),
+            ] {
+                if !block.is_multiple_of(qk.group) {
+                    continue;
+                }
+                let q = quant(n, k, block, 7 + n as u64);
+                let w = dequantize(&q, n, k);
+                let lda = k + 3;
+                let a: Vec<f32> = rand(m * lda, 3 + m as u64)
+                    .map(|r| (r % 2001) as f32 / 1000.0 - 1.0)
+                    .collect();
+                let packed = PackedQ::new(qk, n, k, &q).expect("packable");
+                let ldc = n + 2;
+                let mut c = vec![f32::NAN; m * ldc];
+                qgemm(
+                    qk,
+                    m,
+                    &a,
+                    lda,
+                    &packed,
+                    &mut c,
+                    ldc,
+                    &mut QScratch::default(),
+                );
+                for i in 0..m {
+                    for j in 0..n {
+                        let (exact, bound) = (0..k).fold((0f64, 0f64), |(s, e), kk| {
+                            let (x, y) = (a[i * lda + kk] as f64, w[j * k + kk] as f64);
+                            // per-element rounding bound: half a step of this block's scale
+                            let b0 = kk / block * block;
+                            let blk = &a[i * lda + b0..i * lda + k.min(b0 + block)];
+                            let amax = blk.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+                            (s + x * y, e + amax / (2 * a_max(qk)) as f64 * y.abs())
+                        });
+                        let got = c[i * ldc + j] as f64;
+                        assert!(
+                            (got - exact).abs() <= bound * 1.01 + 1e-5,
+                            "{} m={m} n={n} k={k} block={block} ({i},{j}): {got} vs {exact} (bound {bound})",
+                            qk.name
+                        );
+                    }
+                    assert!(
+                        c[i * ldc + n..i * ldc + n + 2].iter().all(|x| x.is_nan()),
+                        "wrote past n"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unpackable_quantizations_are_refused() {
+        for qk in quant_kernels() {
+            let mut q = quant(4, 27, 9, 1);
+            assert!(PackedQ::new(qk, 4, 27, &q).is_none(), "block of 9");
+            q = quant(1, 4096, 4096, 1);
+            q.codes[0] = 127;
+            let overflows = 4096 * 127 * a_max(qk) as i64 > i32::MAX as i64;
+            assert_eq!(
+                PackedQ::new(qk, 1, 4096, &q).is_none(),
+                overflows,
+                "int32 range"
+            );
+            q = quant(4, 32, 32, 1);
+            q.codes[5] = 200;
+            assert!(PackedQ::new(qk, 4, 32, &q).is_none(), "8-bit code");
+            q = quant(4, 32, 32, 1);
+            q.scales.pop();
+            assert!(PackedQ::new(qk, 4, 32, &q).is_none(), "short scales");
+        }
+    }
+}

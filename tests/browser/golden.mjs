@@ -23,8 +23,13 @@ export function entitiesU16(text, entities) {
 }
 
 const SCORE_TOL = 1e-4;
+/**
+ * q4 models on the CPU path's default integer kernels (`quantized: 'int'`): labels and spans
+ * equal the f32 goldens, scores measured within 1.8e-2 (int8, relaxed SIMD) and 2e-4 (int16).
+ */
+export const INT_SCORE_TOL = 3e-2;
 
-export function assertEntities(what, text, got, want) {
+export function assertEntities(what, text, got, want, tol = SCORE_TOL) {
   const show = (list) => list.map((e) => `${e.entity ?? e.entity_group}:${e.start}..${e.end}`).join(' ');
   assert.equal(got.length, want.length, `${what}: ${show(got)} vs ${show(want)}`);
   want = entitiesU16(text, want);
@@ -34,7 +39,7 @@ export function assertEntities(what, text, got, want) {
     assert.equal(g.word, w.word, what);
     assert.deepEqual([g.start, g.end], [w.start, w.end], `${what}: offsets of ${w.word}`);
     if ('index' in w) assert.equal(g.index, w.index, what);
-    assert.ok(Math.abs(g.score - w.score) < SCORE_TOL, `${what}: score ${g.score} vs ${w.score}`);
+    assert.ok(Math.abs(g.score - w.score) < tol, `${what}: score ${g.score} vs ${w.score}`);
   });
 }
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import {
-  MODELS, NODE_BACKEND, PKG, ROOT, golden, u16, assertEntities, assertLabelScores, assertClose, folderBytes, withHead, requireModels,
+  INT_SCORE_TOL, MODELS, NODE_BACKEND, PKG, ROOT, golden, u16, assertEntities, assertLabelScores, assertClose, folderBytes, withHead, requireModels,
 } from './golden.mjs';
 import { serve } from '../../scripts/serve.mjs';
 
@@ -20,7 +20,8 @@ let minilm;
 let server;
 
 before(async () => {
-  pii = await pipeline('token-classification', folderBytes(join(MODELS, 'pii')));
+  // The goldens are f32 math; the default integer path for q4 weights has its own test below.
+  pii = await pipeline('token-classification', folderBytes(join(MODELS, 'pii')), { quantized: 'f32' });
   minilm = await pipeline('feature-extraction', join(MODELS, 'minilm'));
   server = await serve({ mounts: { '/models/': MODELS, '/tiny/': join(ROOT, 'tests/tiny') } });
 });
@@ -31,6 +32,21 @@ test('loaded models say what runs them', () => {
   assert.equal(pii.info.task, 'token-classification');
   assert.equal(pii.info.labels.length, 35);
   assert.equal(minilm.info.hidden_size, 384);
+});
+
+test('PII on the default integer kernels: the golden entities and spans, scores close', async () => {
+  const int = await pipeline('token-classification', join(MODELS, 'pii'));
+  for (const c of golden('pii.json').cases) {
+    for (const s of STRATEGIES) {
+      assertEntities(`${c.name}/${s}`, c.text, await int(c.text, { aggregation_strategy: s }), c.pipeline[s], INT_SCORE_TOL);
+    }
+  }
+  // Not the f32 path under another name: some score differs from it.
+  const c = golden('pii.json').cases.find((x) => x.name === 'address_url');
+  const [a, b] = [await int(c.text), await pii(c.text)];
+  assert.ok(a.some((e, i) => e.score !== b[i].score), 'int and f32 gave identical scores');
+  int.dispose();
+  await assert.rejects(pipeline('ner', join(MODELS, 'pii'), { quantized: 'int4' }), /unknown quantized compute "int4"/);
 });
 
 test('PII: every golden case and aggregation strategy, UTF-16 offsets', async () => {

@@ -2,7 +2,7 @@
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
 use super::calls;
-use crate::engine::{Device, Engine};
+use crate::engine::{AutoOptions, Device, Engine};
 use crate::model::ModelFiles;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -63,14 +63,20 @@ impl ModelLoader {
     /// Parses config and tokenizer, converts and packs the weights, and sets up `device`
     /// (`auto`, `webgpu` or `cpu`); consumes the files. `allow_fallback_adapter` lets `auto`
     /// use a CPU-emulated adapter (SwiftShader), which it otherwise skips as slower than the
-    /// CPU path.
+    /// CPU path. `probe`: `auto` times one forward on WebGPU and on the CPU and keeps the
+    /// faster; without it, WebGPU is used whenever it sets up.
     pub async fn load(
         self,
         device: String,
         allow_fallback_adapter: bool,
+        probe: bool,
     ) -> Result<WebEngine, JsError> {
         let device: Device = device.parse().map_err(js_error)?;
-        let engine = Engine::load_with(self.files, device, allow_fallback_adapter)
+        let auto = AutoOptions {
+            allow_software: allow_fallback_adapter,
+            probe,
+        };
+        let engine = Engine::load_with(self.files, device, auto)
             .await
             .map_err(js_error)?;
         Ok(WebEngine {

@@ -12,8 +12,9 @@ use tokenizers::Encoding;
 /// Where the model runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Device {
-    /// The GPU when a hardware adapter works, else the CPU; falls back to the CPU for good
-    /// if the GPU fails later (device lost, validation error).
+    /// The GPU when a hardware adapter works and is faster than the CPU at load (see
+    /// [`AutoOptions::probe`]), else the CPU; falls back to the CPU for good if the GPU fails
+    /// later (device lost, validation error).
     #[default]
     Auto,
     /// The GPU, any adapter (software ones included); its failures are errors.
@@ -35,12 +36,72 @@ impl std::str::FromStr for Device {
     }
 }
 
+/// How [`Device::Auto`] chooses between the GPU and the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoOptions {
+    /// Let a CPU-emulated adapter (lavapipe, SwiftShader) take part; otherwise it is skipped as
+    /// slower than the CPU path.
+    pub allow_software: bool,
+    /// Time one forward on each backend at load and keep the GPU only if it is faster. Off,
+    /// a GPU that sets up is used: tests and benchmarks of the GPU path under auto.
+    pub probe: bool,
+}
+
+impl Default for AutoOptions {
+    fn default() -> Self {
+        AutoOptions {
+            allow_software: false,
+            probe: true,
+        }
+    }
+}
+
+/// The load-time timing under [`Device::Auto`]: one window of `tokens` tokens, encoder and
+/// head, on each backend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub adapter: String,
+    pub tokens: usize,
+    /// Best of two, after a warm-up (pipeline compilation, buffer sizing).
+    pub gpu_ms: f64,
+    /// Best of one or two: a second run only when the first was slower than the GPU.
+    pub cpu_ms: f64,
+}
+
+impl Probe {
+    /// The GPU is kept only when strictly faster (a NaN timing means the CPU).
+    pub fn gpu_wins(&self) -> bool {
+        gpu_is_faster(self.gpu_ms, self.cpu_ms)
+    }
+}
+
+fn gpu_is_faster(gpu_ms: f64, cpu_ms: f64) -> bool {
+    gpu_ms < cpu_ms
+}
+
+impl std::fmt::Display for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} took {:.1} ms for {} tokens, the CPU path {:.1} ms: using the {}",
+            self.adapter,
+            self.gpu_ms,
+            self.tokens,
+            self.cpu_ms,
+            if self.gpu_wins() { "GPU" } else { "CPU" }
+        )
+    }
+}
+
+/// The probe's window length (capped at the model's).
+const PROBE_TOKENS: usize = 128;
+
 /// How to load a model: [`Engine::load_with_options`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LoadOptions {
     pub device: Device,
-    /// Lets `Auto` use a CPU-emulated adapter too (tests of the GPU path and its fallback).
-    pub allow_software: bool,
+    /// How `Device::Auto` chooses between the GPU and the CPU.
+    pub auto: AutoOptions,
     /// How the CPU path computes with q4 weights (the GPU dequantizes them).
     pub quantized: Quantized,
 }
@@ -62,6 +123,7 @@ pub struct Engine {
     device: Device,
     kernel: &'static str,
     last_backend: Mutex<String>,
+    probe: Option<Probe>,
 }
 
 /// Per window: the hidden states `[len, h]` and the head's logits rows for it.
@@ -86,21 +148,18 @@ impl Engine {
         ))
     }
 
-    /// Loads a model for `device`; with `Auto`, a GPU that cannot be set up means the CPU.
+    /// Loads a model for `device`; with `Auto`, a GPU that cannot be set up, or is slower
+    /// than the CPU, means the CPU.
     pub async fn load_on(files: ModelFiles, device: Device) -> Result<Engine> {
-        Engine::load_with(files, device, false).await
+        Engine::load_with(files, device, AutoOptions::default()).await
     }
 
-    /// As [`Engine::load_on`]; `allow_software` lets `Auto` use a CPU-emulated adapter too
-    /// (tests of the GPU path and its fallback on machines without a GPU).
-    pub async fn load_with(
-        files: ModelFiles,
-        device: Device,
-        allow_software: bool,
-    ) -> Result<Engine> {
+    /// As [`Engine::load_on`], with `auto` settling how `Device::Auto` chooses (tests of the
+    /// GPU path and its fallback on machines without a GPU).
+    pub async fn load_with(files: ModelFiles, device: Device, auto: AutoOptions) -> Result<Engine> {
         let options = LoadOptions {
             device,
-            allow_software,
+            auto,
             ..Default::default()
         };
         Engine::load_with_options(files, options).await
@@ -146,7 +205,8 @@ impl Engine {
         Engine::on_device(config, tokenizer, plan, options).await
     }
 
-    /// Sets up the GPU executor `device` asks for (none for the CPU), then the CPU executor.
+    /// Sets up the GPU executor `device` asks for (none for the CPU), then the CPU executor;
+    /// under `Auto`, times both when `auto.probe` is set.
     async fn on_device(
         config: ModelConfig,
         tokenizer: TextTokenizer,
@@ -155,19 +215,92 @@ impl Engine {
     ) -> Result<Engine> {
         let LoadOptions {
             device,
-            allow_software,
+            auto,
             quantized,
         } = options;
         let gpu = match device {
             Device::Cpu => None,
             Device::Gpu => Some(Engine::gpu(&plan, true, GpuOptions::from_env()).await?),
-            Device::Auto => Engine::gpu(&plan, allow_software, GpuOptions::from_env())
+            Device::Auto => Engine::gpu(&plan, auto.allow_software, GpuOptions::from_env())
                 .await
                 .ok(),
         };
-        Ok(Engine::assemble(
-            config, tokenizer, plan, gpu, device, quantized,
-        ))
+        let mut engine = Engine::assemble(config, tokenizer, plan, gpu, device, quantized);
+        if device == Device::Auto && auto.probe {
+            engine.probe_backends().await;
+        }
+        Ok(engine)
+    }
+
+    /// Times one window on the GPU and on the CPU, and gives the GPU up (freeing its
+    /// memory) unless it is faster. A GPU error here counts as a failure under auto.
+    async fn probe_backends(&mut self) {
+        let tokens = self.max_len().min(PROBE_TOKENS);
+        if tokens == 0 || !self.has_gpu() {
+            return;
+        }
+        let batch = self.probe_batch(tokens);
+        let cpu_backend = format!("cpu-{}", self.kernel);
+        let last_backend = self
+            .last_backend
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner());
+        let gpu = self.gpu.get_mut().unwrap_or_else(|p| p.into_inner());
+        let Some(g) = gpu.as_mut() else { return };
+        let gpu_ms = match best_gpu_ms(&mut g.exec, &batch).await {
+            Ok(ms) => ms,
+            Err(e) => {
+                g.failed = Some(e.to_string());
+                *last_backend = cpu_backend;
+                return;
+            }
+        };
+        let adapter = g.exec.adapter_name();
+        let cpu = self.cpu.get_mut().unwrap_or_else(|p| p.into_inner());
+        let Ok(mut cpu_ms) = cpu_ms_of(cpu, &batch) else {
+            return; // the CPU path itself fails: the GPU stays
+        };
+        if gpu_is_faster(gpu_ms, cpu_ms) {
+            // That CPU run was the first (cold): one more before the GPU wins.
+            if let Ok(again) = cpu_ms_of(cpu, &batch) {
+                cpu_ms = cpu_ms.min(again);
+            }
+        }
+        let probe = Probe {
+            adapter,
+            tokens,
+            gpu_ms,
+            cpu_ms,
+        };
+        if !probe.gpu_wins() {
+            *gpu = None;
+            *last_backend = cpu_backend;
+        }
+        self.probe = Some(probe);
+    }
+
+    /// One window of `n` valid ids: `[CLS]` (when the tokenizer has one), then ordinary ids;
+    /// one picked row for heads over picked rows (fill-mask).
+    fn probe_batch(&self, n: usize) -> Batch {
+        let vocab = self.config.vocab_size.max(1);
+        let mut ids: Vec<u32> = (0..n).map(|i| ((1000 + i) % vocab) as u32).collect();
+        if let Some(cls) = self.tokenizer.cls_id {
+            ids[0] = cls;
+        }
+        let picks = self
+            .cpu
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .plan()
+            .logits_rows()
+            == Some(crate::model::Rows::Picked);
+        Batch {
+            ids,
+            type_ids: vec![0; n],
+            lens: vec![n],
+            seq_len: n,
+            picked: if picks { vec![n / 2] } else { Vec::new() },
+        }
     }
 
     async fn gpu(plan: &Plan, allow_software: bool, options: GpuOptions) -> Result<GpuExecutor> {
@@ -203,6 +336,7 @@ impl Engine {
             device,
             kernel,
             last_backend: Mutex::new(last),
+            probe: None,
         }
     }
 
@@ -225,16 +359,25 @@ impl Engine {
             .clone()
     }
 
-    /// Why the GPU was given up for the CPU, if it was.
+    /// Why the GPU was given up for the CPU, if it was: a failure, or the load-time probe.
     pub fn gpu_failure(&self) -> Option<String> {
-        self.gpu
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let failed = (self.gpu.lock().unwrap_or_else(|p| p.into_inner()))
             .as_ref()
-            .and_then(|g| g.failed.clone())
+            .and_then(|g| g.failed.clone());
+        failed.or_else(|| {
+            (self.probe.as_ref())
+                .filter(|p| !p.gpu_wins())
+                .map(Probe::to_string)
+        })
     }
 
-    /// Whether a GPU executor was set up (it may have failed since: see `gpu_failure`).
+    /// The load-time timing of both backends under [`Device::Auto`], when it ran.
+    pub fn probe(&self) -> Option<&Probe> {
+        self.probe.as_ref()
+    }
+
+    /// Whether a GPU executor is held (it may have failed since: see `gpu_failure`; one
+    /// slower than the CPU at load is dropped).
     pub fn has_gpu(&self) -> bool {
         self.gpu.lock().unwrap_or_else(|p| p.into_inner()).is_some()
     }
@@ -425,5 +568,86 @@ impl Engine {
             }
         }
         b
+    }
+}
+
+/// Best of two GPU forwards of `batch` (encoder and head), after an untimed warm-up.
+async fn best_gpu_ms(exec: &mut GpuExecutor, batch: &Batch) -> Result<f64> {
+    exec.forward(batch, true).await?;
+    let mut best = f64::INFINITY;
+    for _ in 0..2 {
+        let t = now_ms();
+        exec.forward(batch, true).await?;
+        best = best.min(now_ms() - t);
+    }
+    Ok(best)
+}
+
+fn cpu_ms_of(cpu: &mut CpuExecutor, batch: &Batch) -> Result<f64> {
+    let t = now_ms();
+    cpu.forward(batch, true)?;
+    Ok(now_ms() - t)
+}
+
+/// Milliseconds since an arbitrary origin. `std::time::Instant` panics on
+/// wasm32-unknown-unknown, where this asks `performance.now()` (or `Date.now()`).
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn now_ms() -> f64 {
+    use wasm_bindgen::JsCast;
+    let get = |o: &wasm_bindgen::JsValue, k: &str| js_sys::Reflect::get(o, &k.into()).ok();
+    let performance = get(&js_sys::global(), "performance");
+    let now = performance.as_ref().and_then(|p| {
+        let f = get(p, "now")?.dyn_into::<js_sys::Function>().ok()?;
+        f.call0(p).ok()?.as_f64()
+    });
+    now.unwrap_or_else(js_sys::Date::now)
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+fn now_ms() -> f64 {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    ORIGIN
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
+        * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(gpu_ms: f64, cpu_ms: f64) -> Probe {
+        Probe {
+            adapter: "llvmpipe (Vulkan)".into(),
+            tokens: 128,
+            gpu_ms,
+            cpu_ms,
+        }
+    }
+
+    #[test]
+    fn the_gpu_is_kept_only_when_strictly_faster() {
+        assert!(probe(3.0, 80.0).gpu_wins());
+        assert!(!probe(412.3, 80.1).gpu_wins());
+        assert!(!probe(80.0, 80.0).gpu_wins());
+        assert!(!probe(f64::NAN, 80.0).gpu_wins());
+        assert!(!probe(3.0, f64::NAN).gpu_wins());
+    }
+
+    #[test]
+    fn the_probe_explains_its_choice() {
+        assert_eq!(
+            probe(412.34, 80.06).to_string(),
+            "llvmpipe (Vulkan) took 412.3 ms for 128 tokens, the CPU path 80.1 ms: using the CPU"
+        );
+        assert!(probe(3.0, 80.0).to_string().ends_with("using the GPU"));
+    }
+
+    #[test]
+    fn the_clock_moves_forward() {
+        let t = now_ms();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(now_ms() - t >= 5.0);
     }
 }

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use pollster::block_on;
 use std::path::Path;
-use webert::engine::{Device, Engine};
+use webert::engine::{AutoOptions, Device, Engine};
 use webert::gpu::GpuOptions;
 use webert::model::{ModelFiles, Tensor, Weights};
 use webert::tasks::{classify, embed, fill_mask, ner, qa};
@@ -17,6 +17,12 @@ use webert::tasks::{classify, embed, fill_mask, ner, qa};
 const F32: GpuOptions = GpuOptions {
     max_binding: None,
     f16: Some(false),
+};
+
+/// Auto on any adapter, lavapipe included, without the load-time timing: the GPU path.
+const SOFTWARE_UNTIMED: AutoOptions = AutoOptions {
+    allow_software: true,
+    probe: false,
 };
 
 fn gpu_engine(dir: &Path) -> Option<Engine> {
@@ -498,9 +504,10 @@ fn lost_device_falls_back_to_cpu() {
     let e = block_on(Engine::load_with(
         ModelFiles::from_dir(&dir).unwrap(),
         Device::Auto,
-        true,
+        SOFTWARE_UNTIMED,
     ))
     .unwrap();
+    assert!(e.probe().is_none());
     let opts = embed::EmbedOptions {
         normalize: true,
         ..Default::default()
@@ -516,4 +523,64 @@ fn lost_device_falls_back_to_cpu() {
     let g = gpu_engine(&dir).unwrap();
     g.lose_gpu_for_test();
     assert!(block_on(embed::embed(&g, &["x"], opts)).is_err());
+}
+
+#[test]
+fn auto_times_both_backends_and_keeps_the_faster() {
+    let dir = model_dir("minilm");
+    let Some(gpu) = gpu_engine(&dir) else { return };
+    let software = ["llvmpipe", "lavapipe", "swiftshader"]
+        .iter()
+        .any(|s| gpu.backend().to_lowercase().contains(s));
+    drop(gpu);
+    let auto = AutoOptions {
+        allow_software: true,
+        probe: true,
+    };
+    let models = [
+        ("minilm", ModelFiles::from_dir(&dir).unwrap()),
+        ("pii", ModelFiles::from_dir(&model_dir("pii")).unwrap()),
+        ("fill-mask", odd_model_sized(150, 2)), // a head over picked rows
+    ];
+    for (name, files) in models {
+        let e = block_on(Engine::load_with(files, Device::Auto, auto)).unwrap();
+        let probe = e.probe().expect("auto timed both backends").clone();
+        eprintln!("{name}: {probe}");
+        assert!(probe.gpu_ms > 0.0 && probe.cpu_ms > 0.0, "{name}: {probe}");
+        assert_eq!(probe.tokens, e.max_len().min(128), "{name}");
+        if probe.gpu_wins() {
+            assert!(e.backend().starts_with("gpu"), "{name}: {}", e.backend());
+            assert!(e.has_gpu() && e.gpu_failure().is_none(), "{name}");
+        } else {
+            assert!(e.backend().starts_with("cpu-"), "{name}: {}", e.backend());
+            assert!(!e.has_gpu(), "{name}: the slower GPU is dropped");
+            assert_eq!(e.gpu_failure(), Some(probe.to_string()), "{name}");
+        }
+        // An emulated GPU shares the CPU the SIMD path runs on, and is far slower.
+        if software && name != "fill-mask" {
+            assert!(!probe.gpu_wins(), "{name}: {probe}");
+            let failure = e.gpu_failure().unwrap();
+            assert!(
+                failure.contains(" ms for 128 tokens, the CPU path "),
+                "{failure}"
+            );
+            assert!(failure.ends_with("using the CPU"), "{failure}");
+        }
+        let hidden = block_on(embed::hidden_states(&e, &[("probed", None)], None)).unwrap();
+        assert!(hidden[0].concat().iter().all(|x| x.is_finite()), "{name}");
+        assert_eq!(e.backend().starts_with("gpu"), probe.gpu_wins(), "{name}");
+    }
+    // Only auto times: an explicit GPU or CPU is taken as asked.
+    let gpu = block_on(Engine::load_on(
+        ModelFiles::from_dir(&dir).unwrap(),
+        Device::Gpu,
+    ))
+    .unwrap();
+    assert!(gpu.probe().is_none() && gpu.backend().starts_with("gpu"));
+    let cpu = block_on(Engine::load_on(
+        ModelFiles::from_dir(&dir).unwrap(),
+        Device::Cpu,
+    ))
+    .unwrap();
+    assert!(cpu.probe().is_none() && cpu.gpu_failure().is_none());
 }

@@ -37,8 +37,10 @@ const quantized = new URLSearchParams(location.search).get('quantized') === 'f32
 /** `WebGPU · <adapter>` or `CPU · simd128`, from a pipeline's backend string. */
 function describe(backend, pipe) {
   if (backend.startsWith('gpu')) return `WebGPU · ${pipe?.adapter ?? backend.slice(4)}`;
-  const fellBack = pipe?.gpuFailure ? ' (WebGPU failed, fell back)' : '';
-  return `CPU · ${backend.replace(/^cpu-/, '')}${fellBack}`;
+  const probe = pipe?.info?.probe;
+  const slower = probe && !(probe.gpu_ms < probe.cpu_ms);
+  const why = slower ? ' (faster than WebGPU here)' : pipe?.gpuFailure ? ' (WebGPU failed, fell back)' : '';
+  return `CPU · ${backend.replace(/^cpu-/, '')}${why}`;
 }
 
 function showError(msg) {

@@ -49,7 +49,7 @@ mod cli {
         /// Cut inputs to this many tokens (implies --truncate)
         #[arg(long)]
         max_tokens: Option<usize>,
-        /// auto (a hardware GPU if any, else CPU; CPU if the GPU fails) | gpu | cpu
+        /// auto (a hardware GPU if it beats the CPU at load, else CPU; CPU if the GPU fails) | gpu | cpu
         #[arg(long, default_value = "auto")]
         backend: String,
     }
@@ -200,9 +200,12 @@ mod cli {
     }
 
     fn report(engine: &Engine) {
-        match engine.gpu_failure() {
-            Some(why) => eprintln!("webert: backend {} (GPU given up: {why})", engine.backend()),
-            None => eprintln!("webert: backend {}", engine.backend()),
+        match (engine.gpu_failure(), engine.probe()) {
+            (Some(why), _) => {
+                eprintln!("webert: backend {} (GPU given up: {why})", engine.backend())
+            }
+            (None, Some(probe)) => eprintln!("webert: backend {} ({probe})", engine.backend()),
+            (None, None) => eprintln!("webert: backend {}", engine.backend()),
         }
     }
 

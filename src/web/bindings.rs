@@ -2,7 +2,7 @@
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
 use super::calls;
-use crate::engine::{Engine, LoadOptions};
+use crate::engine::{AutoOptions, Engine, LoadOptions};
 use crate::model::ModelFiles;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -63,16 +63,22 @@ impl ModelLoader {
     /// Parses config and tokenizer, converts and packs the weights, and sets up `device`
     /// (`auto`, `webgpu` or `cpu`); consumes the files. `allow_fallback_adapter` lets `auto`
     /// use a CPU-emulated adapter (SwiftShader), which it otherwise skips as slower than the
-    /// CPU path. `quantized` (`int` or `f32`): how the CPU path computes with q4 weights.
+    /// CPU path. `probe`: `auto` times one forward on WebGPU and on the CPU and keeps the
+    /// faster; without it, WebGPU is used whenever it sets up. `quantized` (`int` or `f32`):
+    /// how the CPU path computes with q4 weights.
     pub async fn load(
         self,
         device: String,
         allow_fallback_adapter: bool,
+        probe: bool,
         quantized: String,
     ) -> Result<WebEngine, JsError> {
         let options = LoadOptions {
             device: device.parse().map_err(js_error)?,
-            allow_software: allow_fallback_adapter,
+            auto: AutoOptions {
+                allow_software: allow_fallback_adapter,
+                probe,
+            },
             quantized: quantized.parse().map_err(js_error)?,
         };
         let engine = Engine::load_with_options(self.files, options)

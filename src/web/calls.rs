@@ -305,6 +305,12 @@ pub fn info(engine: &Engine) -> String {
     serde_json::json!({
         "backend": engine.backend(),
         "gpu_failure": engine.gpu_failure(),
+        "probe": engine.probe().map(|p| serde_json::json!({
+            "adapter": p.adapter,
+            "tokens": p.tokens,
+            "gpu_ms": p.gpu_ms,
+            "cpu_ms": p.cpu_ms,
+        })),
         "model_type": model_type,
         "task": task,
         "labels": c.id2label,

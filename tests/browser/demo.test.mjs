@@ -395,8 +395,9 @@ test('auto on a GPU: a forced device loss falls back to the CPU and still answer
   const c = golden('pii.json').cases.find((x) => x.name === 'names_email');
   const r = await page.evaluate(async (text) => {
     const { pipeline } = await import('/pkg/webert.js');
-    // allowFallbackAdapter: let auto take SwiftShader, the only adapter here.
-    const ner = await pipeline('ner', '/models/pii/', { device: 'auto', allowFallbackAdapter: true });
+    // allowFallbackAdapter: let auto take SwiftShader, the only adapter here; probe: false, keep
+    // it although the CPU is faster.
+    const ner = await pipeline('ner', '/models/pii/', { device: 'auto', allowFallbackAdapter: true, probe: false });
     const pick = (es) => ({ backend: es.backend, entities: es.map((e) => [e.entity_group, e.start, e.end, e.score]) });
     const gpu = pick(await ner(text, { aggregation_strategy: 'first' }));
     await ner.debugLoseDevice();
@@ -421,4 +422,22 @@ test('auto on a GPU: a forced device loss falls back to the CPU and still answer
   assert.match(r.trap, /debugTrapAsync called.*instance was restarted/s);
   assert.match(r.after.backend, /^gpu /); // the reloaded model sets WebGPU up again
   assert.match(r.adapter, /swiftshader/i);
+});
+
+test('auto times WebGPU against the CPU at load and keeps the faster: SwiftShader loses', T, async () => {
+  const r = await page.evaluate(async () => {
+    const { pipeline } = await import('/pkg/webert.js');
+    const embed = await pipeline('feature-extraction', '/models/minilm/', { device: 'auto', allowFallbackAdapter: true });
+    const out = await embed('timed at load', { pooling: 'mean' });
+    embed.dispose();
+    return { probe: embed.info.probe, failure: embed.gpuFailure, backend: out.backend, adapter: embed.adapter, finite: out.every(Number.isFinite) };
+  });
+  console.log(`# probe: ${r.failure}`);
+  assert.equal(r.probe.tokens, 128);
+  assert.ok(r.probe.gpu_ms > 0 && r.probe.cpu_ms > 0 && r.probe.gpu_ms >= r.probe.cpu_ms, JSON.stringify(r.probe));
+  assert.match(r.probe.adapter, /BrowserWebGpu/); // Chromium withholds SwiftShader's name from wgpu
+  assert.match(r.failure, /^.+ took [\d.]+ ms for 128 tokens, the CPU path [\d.]+ ms: using the CPU$/);
+  assert.equal(r.backend, CHROMIUM_BACKEND);
+  assert.equal(r.adapter, null); // the slower GPU was dropped
+  assert.ok(r.finite);
 });

@@ -29,6 +29,9 @@ after(() => server.close());
 
 test('loaded models say what runs them', () => {
   assert.equal(pii.backend, NODE_BACKEND);
+  // No WebGPU in Node: auto had nothing to time.
+  assert.equal(pii.info.probe, null);
+  assert.equal(pii.gpuFailure, null);
   assert.equal(pii.info.task, 'token-classification');
   assert.equal(pii.info.labels.length, 35);
   assert.equal(minilm.info.hidden_size, 384);

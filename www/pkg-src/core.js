@@ -90,9 +90,11 @@ export class Model {
     const device = this.options.device ?? 'auto';
     const allowFallback = !!this.options.allowFallbackAdapter;
     const adapter = device === 'cpu' ? null : await webgpuAdapter();
+    // `upload` covers setting WebGPU up and, under auto, timing it against the CPU.
     if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
     try {
-      this.engine = await guarded(loader.load(device, allowFallback, this.options.quantized ?? 'int'));
+      const quantized = this.options.quantized ?? 'int';
+      this.engine = await guarded(loader.load(device, allowFallback, this.options.probe !== false, quantized));
       this.generation = generation;
     } catch (e) {
       throw this.recover(e);

@@ -8,7 +8,10 @@ export type ModelSource =
   | { name: string; data: ArrayBuffer | ArrayBufferView | Blob }[];
 
 export interface LoadProgress {
-  /** `compile`: starting the WebAssembly module, then building the model; `upload`: setting up WebGPU and its weights. */
+  /**
+   * `compile`: starting the WebAssembly module, then building the model; `upload`: setting up
+   * WebGPU and its weights, and under `device: 'auto'` timing WebGPU against the CPU.
+   */
   stage: 'download' | 'compile' | 'upload' | 'ready';
   /** The file being read, when there is one. */
   file?: string;
@@ -21,9 +24,10 @@ export interface LoadProgress {
 
 export interface PipelineOptions {
   /**
-   * `'auto'` (default): WebGPU on a hardware adapter, else WebAssembly SIMD; a later GPU failure
-   * (device lost) switches to the CPU for good, and the call still answers. `'webgpu'`: any
-   * adapter, failures are errors. `'cpu'`: WebAssembly SIMD only.
+   * `'auto'` (default): WebGPU on a hardware adapter if it is faster than WebAssembly SIMD (one
+   * forward of up to 128 tokens timed on each at load; see `ModelInfo.probe`), else WebAssembly
+   * SIMD; a later GPU failure (device lost) switches to the CPU for good, and the call still
+   * answers. `'webgpu'`: any adapter, failures are errors. `'cpu'`: WebAssembly SIMD only.
    */
   device?: 'auto' | 'cpu' | 'webgpu';
   /**
@@ -37,6 +41,8 @@ export interface PipelineOptions {
   quantized?: 'int' | 'f32';
   /** Let `'auto'` use a fallback adapter (CPU-emulated, e.g. SwiftShader), which it otherwise skips as slower than the CPU path. */
   allowFallbackAdapter?: boolean;
+  /** `false`: `'auto'` keeps WebGPU whenever it sets up, without timing it against the CPU (default true). */
+  probe?: boolean;
   /** Run in a module Web Worker (default in browsers) or in the calling thread (Node: always). */
   worker?: boolean;
   onProgress?: (p: LoadProgress) => void;
@@ -66,8 +72,10 @@ export type WithMeta<T> = T & ResultMeta;
 export interface ModelInfo {
   /** What the first call will run on. */
   backend: string;
-  /** Why the GPU was given up for the CPU, if it was. */
+  /** Why the GPU was given up for the CPU, if it was: a failure, or slower than the CPU at load. */
   gpu_failure: string | null;
+  /** Under `device: 'auto'` with a WebGPU adapter: milliseconds of one forward of `tokens` tokens on each; the faster was kept. */
+  probe: { adapter: string; tokens: number; gpu_ms: number; cpu_ms: number } | null;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
   adapter?: string | null;
   model_type: 'bert' | 'distilbert' | 'roberta' | 'xlm-roberta' | 'electra';
@@ -86,7 +94,7 @@ interface PipelineBase {
   readonly device: 'auto' | 'cpu' | 'webgpu';
   /** What ran the latest call (before any: what will run first). */
   readonly backend: string;
-  /** Why the GPU was given up for the CPU, if it was. */
+  /** Why the GPU was given up for the CPU, if it was: a failure, or slower than the CPU at load. */
   readonly gpuFailure: string | null;
   /** The WebGPU adapter in use when a GPU was set up, else null. */
   readonly adapter: string | null;

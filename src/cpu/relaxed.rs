@@ -140,11 +140,5 @@ unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
             }
         }
     }
-    let mut out = [0f32; QMR * QNR];
-    for (i, row) in acc.iter().enumerate() {
-        for (j, &v) in row.iter().enumerate() {
-            v128_store(out.as_mut_ptr().add(i * QNR + 4 * j) as *mut v128, v);
-        }
-    }
-    super::kernels::store_partial(&out, QNR, c, ldc, rows, cols, false);
+    super::simd128::store_tile(&acc, c, ldc, rows, cols);
 }

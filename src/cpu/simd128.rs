@@ -131,6 +131,20 @@ unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
             }
         }
     }
+    store_tile(&acc, c, ldc, rows, cols);
+}
+
+/// Writes the valid `rows × cols` corner of a 4x8 tile of f32 accumulators to C.
+///
+/// # Safety
+/// `c` covers `rows × cols` with stride `ldc`.
+pub(super) unsafe fn store_tile(
+    acc: &[[v128; NV]; MR],
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+) {
     let mut out = [0f32; MR * 4 * NV];
     for (i, row) in acc.iter().enumerate() {
         for (j, &v) in row.iter().enumerate() {

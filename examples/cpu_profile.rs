@@ -1,6 +1,7 @@
 //! Where a CPU forward pass spends its time, per kind of op: a random MiniLM-L6-shaped model
 //! (f32, or with q4 weights like the PII export: `--q4`) on 128 tokens. Needs no files, so it
 //! also runs for wasm32-wasip1 in Chromium (`node tests/bench/wasi-chromium.mjs <wasm> --q4`).
+//! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers).
 use std::time::Instant;
 use webert::cpu::{Batch, CpuExecutor, Quantized};
 use webert::model::{BlockQuant, ModelConfig, Plan};
@@ -45,17 +46,32 @@ fn to_q4(w: &mut webert::model::Weights) {
 fn main() {
     let q4 = std::env::args().any(|a| a == "--q4");
     let f32_only = std::env::args().any(|a| a == "--f32");
-    let cfg = ModelConfig::from_json(
-        "config.json",
-        r#"{"model_type":"bert","vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,
+    let args: Vec<String> = std::env::args().collect();
+    let dir = args
+        .iter()
+        .position(|a| a == "--model")
+        .map(|i| &args[i + 1]);
+    let (cfg, weights) = match dir {
+        Some(dir) => {
+            let files = webert::model::ModelFiles::from_dir(dir.as_ref()).expect("model folder");
+            let (cfg, _, weights) = files.load().expect("model");
+            (cfg, weights)
+        }
+        None => {
+            let cfg = ModelConfig::from_json(
+                "config.json",
+                r#"{"model_type":"bert","vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,
             "num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512}"#,
-    )
-    .expect("config");
-    let (cfg, mut weights) =
-        webert::model::synthetic::random_model(cfg, "minilm-l6", 1).expect("shape");
-    if q4 {
-        to_q4(&mut weights);
-    }
+            )
+            .expect("config");
+            let (cfg, mut weights) =
+                webert::model::synthetic::random_model(cfg, "minilm-l6", 1).expect("shape");
+            if q4 {
+                to_q4(&mut weights);
+            }
+            (cfg, weights)
+        }
+    };
     let plan = Plan::build(cfg, weights).expect("plan");
     let quantized = if f32_only {
         Quantized::F32

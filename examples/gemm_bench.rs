@@ -5,8 +5,9 @@
 use std::time::Instant;
 use webert::cpu::gemm::{gemm, PackedB};
 use webert::cpu::kernels::{available, quant_reference};
+use webert::cpu::math::Epilogue;
 use webert::cpu::qgemm::{qgemm, PackedQ, QScratch};
-use webert::model::BlockQuant;
+use webert::model::{Activation, BlockQuant};
 
 /// Best-of-3 seconds per call of `f`, repeated to about 2 GFLOP per timing.
 fn time(flop: usize, mut f: impl FnMut()) -> f64 {
@@ -85,6 +86,57 @@ fn main() {
         println!(
             "{line}  all {:5.1} GOP/s, max |diff| vs scalar {worst:.1e}",
             total.0 / total.1 / 1e9
+        );
+    }
+    // The elementwise work of one MiniLM-L6 forward at 128 tokens, per kernel's row ops (each
+    // timing includes copying in fresh inputs, so that repeated calls never reach denormals).
+    for kern in available() {
+        let (m, h, ffn, heads) = (128, 384, 1536, 12);
+        let input = |n: usize, p: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| (i % p) as f32 * 8.0 / p as f32 - 4.0)
+                .collect()
+        };
+        let (ffn_in, scores_in, hidden_in) =
+            (input(m * ffn, 97), input(m * m, 89), input(m * h, 83));
+        let (mut ffn_rows, mut scores, mut hidden) =
+            (ffn_in.clone(), scores_in.clone(), hidden_in.clone());
+        let (gamma, beta) = (vec![1.0; h], vec![0.0; h]);
+        let per_call = |f: &mut dyn FnMut()| time(2_000_000, f) * 1e3;
+        let gelu = Epilogue {
+            cols: ffn,
+            bias: None,
+            act: Activation::Gelu,
+            residual: None,
+            norm: None,
+        };
+        let norm = Epilogue {
+            cols: h,
+            bias: None,
+            act: Activation::None,
+            residual: None,
+            norm: Some((&gamma, &beta, 1e-12)),
+        };
+        // SAFETY: the kernel runs on this machine (`available`).
+        let gelu_ms = per_call(&mut || unsafe {
+            ffn_rows.copy_from_slice(&ffn_in);
+            (kern.ops.epilogue)(&mut ffn_rows, &gelu)
+        });
+        let softmax_ms = per_call(&mut || unsafe {
+            scores.copy_from_slice(&scores_in);
+            (kern.ops.softmax)(&mut scores, m, 0.17)
+        });
+        let norm_ms = per_call(&mut || unsafe {
+            hidden.copy_from_slice(&hidden_in);
+            (kern.ops.epilogue)(&mut hidden, &norm)
+        });
+        let copy_ms = per_call(&mut || ffn_rows.copy_from_slice(&ffn_in));
+        println!(
+            "{:>16} GELU {m}x{ffn} {gelu_ms:.3} ms, softmax {m}x{m} {softmax_ms:.3} ms, \
+             LayerNorm {m}x{h} {norm_ms:.3} ms (copying {m}x{ffn} {copy_ms:.3} ms); \
+             per forward (6 layers): {:.2} ms",
+            kern.name,
+            6.0 * (gelu_ms + heads as f64 * softmax_ms + 2.0 * norm_ms)
         );
     }
 }

@@ -122,6 +122,7 @@ pub struct Engine {
     gpu: Mutex<Option<Gpu>>,
     device: Device,
     kernel: &'static str,
+    int_kernel: Option<&'static str>,
     last_backend: Mutex<String>,
     probe: Option<Probe>,
 }
@@ -323,7 +324,7 @@ impl Engine {
         quantized: Quantized,
     ) -> Engine {
         let cpu = CpuExecutor::new(plan, quantized);
-        let kernel = cpu.kernel_name();
+        let (kernel, int_kernel) = (cpu.kernel_name(), cpu.int_kernel_name());
         let last = match &gpu {
             Some(g) => format!("gpu {}", g.adapter_name()),
             None => format!("cpu-{kernel}"),
@@ -335,6 +336,7 @@ impl Engine {
             gpu: Mutex::new(gpu.map(|exec| Gpu { exec, failed: None })),
             device,
             kernel,
+            int_kernel,
             last_backend: Mutex::new(last),
             probe: None,
         }
@@ -348,6 +350,12 @@ impl Engine {
     #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub async fn from_dir_on(dir: impl AsRef<std::path::Path>, device: Device) -> Result<Engine> {
         Engine::load_on(ModelFiles::from_dir(dir.as_ref())?, device).await
+    }
+
+    /// The CPU's integer tile for block-quantized (q4) weights, e.g. `relaxed-simd int8`; `None`
+    /// when the CPU computes every weight in f32.
+    pub fn int_kernel(&self) -> Option<&'static str> {
+        self.int_kernel
     }
 
     /// The backend of the latest forward pass (before any, the one that will be tried first):
@@ -657,6 +665,9 @@ mod tests {
         // bound leaves room for that while still telling milliseconds from seconds or ticks.
         std::thread::sleep(std::time::Duration::from_millis(20));
         let slept = now_ms() - t;
-        assert!((15.0..10_000.0).contains(&slept), "a 20 ms sleep measured {slept} ms");
+        assert!(
+            (15.0..10_000.0).contains(&slept),
+            "a 20 ms sleep measured {slept} ms"
+        );
     }
 }

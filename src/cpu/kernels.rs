@@ -42,6 +42,19 @@ pub struct QTile {
 /// Writes `C[rows×cols] = A·Wᵀ` for one quantized tile.
 pub type QTileFn = unsafe fn(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize);
 
+/// Quantizes one block of a full strip: rows `a + i·lda` (`i < mr`, `block` floats each) times
+/// `inv[i]`, rounded to nearest even, into `chunk` as `[step][mr][group]` codes, adding each
+/// row's codes to `sums[i]`. Every implementation gives the codes of `qgemm::quantize_rows`.
+pub type QuantizeFn = unsafe fn(
+    kern: &QKernel,
+    chunk: *mut u8,
+    a: *const f32,
+    lda: usize,
+    inv: *const f32,
+    block: usize,
+    sums: *mut i32,
+);
+
 pub struct QKernel {
     pub name: &'static str,
     pub mr: usize,
@@ -51,6 +64,7 @@ pub struct QKernel {
     /// Bytes per A code: 1 (int8) or 2 (int16, 256 times finer).
     pub a_bytes: usize,
     pub tile: QTileFn,
+    pub quantize: QuantizeFn,
 }
 
 impl std::fmt::Debug for Kernel {

@@ -3,68 +3,146 @@
 
 use crate::model::Activation;
 
-/// Round-to-nearest through the float mantissa; vectorises without SSE4.1's `roundps`.
+/// The polynomial coefficients and bounds of [`exp`], [`erf`] and [`tanh`], as values.
+///
+/// V8 rebuilds every `v128.const` inside a loop from immediates (3-4 instructions each, about
+/// 20 per GELU vector), so on wasm the loops take them through [`opaque`] once per row: the
+/// compiler then splats them before the loop and V8 keeps them in registers.
+#[derive(Clone, Copy)]
+pub struct Coeffs {
+    exp_lo: f32,
+    exp_hi: f32,
+    log2_e: f32,
+    rounder: f32,
+    ln2_hi: f32,
+    ln2_lo: f32,
+    exp_poly: [f32; 5],
+    erf_p: f32,
+    erf_poly: [f32; 5],
+    tanh_bound: f32,
+    gelu_tanh: [f32; 2],
+    frac_1_sqrt_2: f32,
+    one: f32,
+    half: f32,
+    neg_zero: f32,
+}
+
+pub const COEFFS: Coeffs = Coeffs {
+    exp_lo: -87.3,
+    exp_hi: 88.0,
+    log2_e: std::f32::consts::LOG2_E,
+    // 1.5 · 2^23: adding it rounds a float below 2^22 in magnitude to an integer, which then
+    // sits in the low mantissa bits (to nearest, without SSE4.1's `roundps`).
+    rounder: 12_582_912.0,
+    ln2_hi: 0.693_145_75,
+    ln2_lo: 1.428_606_8e-6,
+    exp_poly: [
+        0.166_666_67,
+        0.041_666_41,
+        0.008_333_452,
+        0.001_388_947,
+        0.5,
+    ],
+    erf_p: 0.327_591_1,
+    erf_poly: [
+        0.254_829_6,
+        -0.284_496_74,
+        1.421_413_7,
+        -1.453_152_1,
+        1.061_405_4,
+    ],
+    tanh_bound: 9.0,
+    gelu_tanh: [0.797_884_6, 0.044_715],
+    frac_1_sqrt_2: std::f32::consts::FRAC_1_SQRT_2,
+    one: 1.0,
+    half: 0.5,
+    neg_zero: -0.0,
+};
+
+/// `x.clamp(lo, hi)` (NaN stays NaN) without `clamp`'s check that `lo <= hi`.
 #[inline(always)]
-fn round(x: f32) -> f32 {
-    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
-    (x + MAGIC) - MAGIC
+fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
+    let x = if x < lo { lo } else { x };
+    if x > hi {
+        hi
+    } else {
+        x
+    }
+}
+
+/// `v`, hidden from the optimiser on wasm (see [`Coeffs`]).
+#[inline(always)]
+pub fn opaque<T: Copy>(v: T) -> T {
+    if cfg!(target_arch = "wasm32") {
+        std::hint::black_box(v)
+    } else {
+        v
+    }
 }
 
 /// `e^x` by range reduction to `[-ln2/2, ln2/2]` and a degree-6 polynomial (rel. err < 2e-7).
+/// `2^n` is built from the rounded float's bits: a float-to-int conversion (saturating in Rust)
+/// would not vectorise on x86 and costs a fix-up sequence in wasm.
 #[inline(always)]
-pub fn exp(x: f32) -> f32 {
-    let x = x.clamp(-87.3, 88.0);
-    let n = round(x * std::f32::consts::LOG2_E);
-    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (0.166_666_67
-                    + r * (0.041_666_41 + r * (0.008_333_452 + r * 0.001_388_947)))));
-    f32::from_bits(((n as i32 + 127) << 23) as u32) * p
+pub fn exp(x: f32, k: &Coeffs) -> f32 {
+    let x = clamp(x, k.exp_lo, k.exp_hi);
+    let t = x * k.log2_e + k.rounder;
+    let n = t - k.rounder;
+    let r = x - n * k.ln2_hi - n * k.ln2_lo;
+    let [c3, c4, c5, c6, c2] = k.exp_poly;
+    let p = k.one + r * (k.one + r * (c2 + r * (c3 + r * (c4 + r * (c5 + r * c6)))));
+    // n = bits(t) - bits(rounder), in [-126, 127] after the clamp
+    let biased = t
+        .to_bits()
+        .wrapping_sub(k.rounder.to_bits())
+        .wrapping_add(127);
+    f32::from_bits(biased << 23) * p
 }
 
 /// Abramowitz–Stegun 7.1.26 (abs. err < 1.5e-7).
 #[inline(always)]
-pub fn erf(x: f32) -> f32 {
+pub fn erf(x: f32, k: &Coeffs) -> f32 {
     let a = x.abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * a);
-    let poly = t
-        * (0.254_829_6
-            + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
-    let y = 1.0 - poly * exp(-a * a);
-    y.copysign(x)
+    let t = k.one / (k.one + k.erf_p * a);
+    let [p1, p2, p3, p4, p5] = k.erf_poly;
+    let poly = t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5))));
+    let y = k.one - poly * exp(-a * a, k);
+    // `y.copysign(x)` with one mask constant (f32x4.abs needs none)
+    f32::from_bits(y.abs().to_bits() | (x.to_bits() & k.neg_zero.to_bits()))
 }
 
 #[inline(always)]
-pub fn tanh(x: f32) -> f32 {
-    let e = exp(2.0 * x.clamp(-9.0, 9.0));
-    (e - 1.0) / (e + 1.0)
+pub fn tanh(x: f32, k: &Coeffs) -> f32 {
+    let x = clamp(x, -k.tanh_bound, k.tanh_bound);
+    let e = exp(x + x, k);
+    (e - k.one) / (e + k.one)
 }
 
 #[inline(always)]
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+fn gelu(x: f32, k: &Coeffs) -> f32 {
+    k.half * x * (k.one + erf(x * k.frac_1_sqrt_2, k))
 }
 
 #[inline(always)]
-fn gelu_tanh(x: f32) -> f32 {
-    0.5 * x * (1.0 + tanh(0.797_884_6 * (x + 0.044_715 * x * x * x)))
+fn gelu_tanh(x: f32, k: &Coeffs) -> f32 {
+    let [a, b] = k.gelu_tanh;
+    k.half * x * (k.one + tanh(a * (x + b * x * x * x), k))
 }
 
 /// One loop per activation (a `match` inside the loop would block vectorisation).
 #[inline(always)]
 fn activate(act: Activation, row: &mut [f32]) {
+    let k = &opaque(COEFFS);
     match act {
         Activation::None => {}
         Activation::Gelu => {
             for x in row.iter_mut() {
-                *x = gelu(*x);
+                *x = gelu(*x, k);
             }
         }
         Activation::GeluTanh => {
             for x in row.iter_mut() {
-                *x = gelu_tanh(*x);
+                *x = gelu_tanh(*x, k);
             }
         }
         Activation::Relu => {
@@ -74,7 +152,7 @@ fn activate(act: Activation, row: &mut [f32]) {
         }
         Activation::Tanh => {
             for x in row.iter_mut() {
-                *x = tanh(*x);
+                *x = tanh(*x, k);
             }
         }
     }
@@ -171,8 +249,9 @@ pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
 pub fn softmax_rows(rows: &mut [f32], cols: usize, scale: f32) {
     for row in rows.chunks_exact_mut(cols) {
         let m = max(row);
+        let k = &opaque(COEFFS);
         for x in row.iter_mut() {
-            *x = exp((*x - m) * scale);
+            *x = exp((*x - m) * scale, k);
         }
         let inv = 1.0 / sum(row);
         for x in row.iter_mut() {
@@ -218,9 +297,9 @@ mod tests {
     fn exp_erf_tanh_match_std() {
         let mut x = -30.0f32;
         while x < 30.0 {
-            let e = exp(x);
+            let e = exp(x, &COEFFS);
             assert!(((e - x.exp()) / x.exp()).abs() < 5e-7, "exp({x})");
-            let (t, want) = (tanh(x), (x as f64).tanh() as f32);
+            let (t, want) = (tanh(x, &COEFFS), (x as f64).tanh() as f32);
             assert!((t - want).abs() < 3e-7, "tanh({x}) = {t} vs {want}");
             x += 0.01;
         }
@@ -232,10 +311,16 @@ mod tests {
             (-2.0, -0.995_322_3),
             (3.5, 0.999_999_3),
         ] {
-            assert!((erf(x) - want).abs() < 5e-7, "erf({x}) = {}", erf(x));
+            let got = erf(x, &COEFFS);
+            assert!((got - want).abs() < 5e-7, "erf({x}) = {got}");
         }
-        assert_eq!(exp(-1000.0).min(1e-30), exp(-1000.0));
-        assert!(exp(1000.0).is_finite());
+        for x in [0.0f32, 1e-3, 0.7, 2.5] {
+            assert_eq!(erf(-x, &COEFFS), -erf(x, &COEFFS), "erf is odd at {x}");
+        }
+        assert!(erf(f32::NAN, &COEFFS).is_nan() && exp(f32::NAN, &COEFFS).is_nan());
+        let tiny = exp(-1000.0, &COEFFS);
+        assert!(tiny > 0.0 && tiny < 1e-30);
+        assert!(exp(1000.0, &COEFFS).is_finite());
     }
 
     #[test]

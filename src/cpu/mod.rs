@@ -3,7 +3,7 @@
 mod attention;
 pub mod gemm;
 pub mod kernels;
-mod math;
+pub mod math;
 pub mod qgemm;
 mod scalar;
 
@@ -172,6 +172,12 @@ impl CpuExecutor {
 
     pub fn kernel_name(&self) -> &'static str {
         self.kernel.name
+    }
+
+    /// The integer tile that multiplies block-quantized weights, when any are packed for it.
+    pub fn int_kernel_name(&self) -> Option<&'static str> {
+        let any = self.packed.values().any(|p| matches!(p, Packed::Int(_)));
+        self.kernel.quant.filter(|_| any).map(|q| q.name)
     }
 
     /// Runs the encoder, and the task head when `head` is set.

@@ -162,51 +162,104 @@ fn quantize_a(
     k: usize,
     block: usize,
 ) {
-    let (mr, group, width) = (kern.mr, kern.group, kern.a_bytes);
+    let (mr, width) = (kern.mr, kern.a_bytes);
     let (strips, blocks) = (m.div_ceil(mr), k.div_ceil(block));
     let top = a_max(kern) as f32;
     dst.codes.clear();
     dst.codes.resize(strips * blocks * block * mr * width, 0);
     dst.scales.clear();
     dst.scales.resize(strips * blocks * 2 * mr, 0.0);
-    for r in 0..m {
-        let (s, i) = (r / mr, r % mr);
-        let row = &a[r * lda..r * lda + k];
-        for (b, x) in row.chunks(block).enumerate() {
-            let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let inv = if amax > 0.0 { top / amax } else { 0.0 };
+    let (mut amax, mut inv, mut sums) = (vec![0f32; mr], vec![0f32; mr], vec![0i32; mr]);
+    for s in 0..strips {
+        let rows = mr.min(m - s * mr);
+        for b in 0..blocks {
+            let (k0, len) = (b * block, block.min(k - b * block));
+            for i in 0..rows {
+                let at = (s * mr + i) * lda + k0;
+                amax[i] = abs_max(&a[at..at + len]);
+                inv[i] = if amax[i] > 0.0 { top / amax[i] } else { 0.0 };
+            }
             let at = (s * blocks + b) * block * mr * width;
             let chunk = &mut dst.codes[at..at + block * mr * width];
-            let sum = match width {
-                1 => quantize_block::<1>(chunk, x, inv, mr, group, i),
-                _ => quantize_block::<2>(chunk, x, inv, mr, group, i),
-            };
+            sums.fill(0);
+            if rows == mr && len == block {
+                let first = s * mr * lda + k0;
+                assert!(a.len() >= first + (mr - 1) * lda + block);
+                // SAFETY: the assert bounds the strip's rows; `chunk`, `inv` and `sums` have
+                // the lengths the kernel's layout needs.
+                unsafe {
+                    (kern.quantize)(
+                        kern,
+                        chunk.as_mut_ptr(),
+                        a[first..].as_ptr(),
+                        lda,
+                        inv.as_ptr(),
+                        block,
+                        sums.as_mut_ptr(),
+                    )
+                };
+            } else {
+                for i in 0..rows {
+                    let at = (s * mr + i) * lda + k0;
+                    sums[i] = quantize_row(kern, chunk, &a[at..at + len], inv[i], i);
+                }
+            }
             let sc = (s * blocks + b) * 2 * mr;
-            let scale = amax / top;
-            dst.scales[sc + i] = scale;
-            dst.scales[sc + mr + i] = scale * sum as f32;
+            for i in 0..rows {
+                let scale = amax[i] / top;
+                dst.scales[sc + i] = scale;
+                dst.scales[sc + mr + i] = scale * sums[i] as f32;
+            }
         }
     }
 }
 
+/// max |x|, in independent lanes so that it vectorises.
+fn abs_max(x: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder().iter().fold(0f32, |m, v| m.max(v.abs()));
+    for c in chunks {
+        for (m, v) in acc.iter_mut().zip(c) {
+            let v = v.abs();
+            *m = if v > *m { v } else { *m };
+        }
+    }
+    acc.iter().fold(tail, |m, &v| m.max(v))
+}
+
+/// The portable [`QuantizeFn`](super::kernels::QuantizeFn): one row at a time.
+///
+/// # Safety
+/// As `QuantizeFn`: `mr` rows of `block` floats at `a + i·lda`, `chunk` holding the strip
+/// block, `inv` and `sums` `mr` long.
+pub unsafe fn quantize_rows(
+    kern: &QKernel,
+    chunk: *mut u8,
+    a: *const f32,
+    lda: usize,
+    inv: *const f32,
+    block: usize,
+    sums: *mut i32,
+) {
+    let chunk = std::slice::from_raw_parts_mut(chunk, block * kern.mr * kern.a_bytes);
+    for i in 0..kern.mr {
+        let row = std::slice::from_raw_parts(a.add(i * lda), block);
+        *sums.add(i) += quantize_row(kern, chunk, row, *inv.add(i), i);
+    }
+}
+
 /// Writes row `i`'s codes of one block into its strip chunk; returns their sum.
-#[inline(always)]
-fn quantize_block<const W: usize>(
-    chunk: &mut [u8],
-    x: &[f32],
-    inv: f32,
-    mr: usize,
-    group: usize,
-    i: usize,
-) -> i32 {
+fn quantize_row(kern: &QKernel, chunk: &mut [u8], x: &[f32], inv: f32, i: usize) -> i32 {
+    let (mr, group, width) = (kern.mr, kern.group, kern.a_bytes);
     let mut sum = 0i32;
     for (g, xs) in x.chunks(group).enumerate() {
-        let base = (g * group * mr + i * group) * W;
-        let out = &mut chunk[base..base + xs.len() * W];
-        for (o, &v) in out.chunks_exact_mut(W).zip(xs) {
+        let base = (g * group * mr + i * group) * width;
+        let out = &mut chunk[base..base + xs.len() * width];
+        for (o, &v) in out.chunks_exact_mut(width).zip(xs) {
             let q = (v * inv).round_ties_even() as i32;
             sum += q;
-            o.copy_from_slice(&(q as i16).to_le_bytes()[..W]);
+            o.copy_from_slice(&(q as i16).to_le_bytes()[..width]);
         }
     }
     sum
@@ -318,6 +371,49 @@ mod tests {
                         "wrote past n"
                     );
                 }
+            }
+        }
+    }
+
+    /// The ISA quantizers write the codes and sums of the portable one, bit for bit.
+    #[test]
+    fn every_quantizer_matches_the_portable_one() {
+        #[cfg_attr(not(target_arch = "wasm32"), allow(unused_mut))]
+        let mut kernels = quant_kernels();
+        // The int8 quantizer also where the int8 tile is not selected (Node 20), on its layout.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        {
+            use crate::cpu::simd128::quantize_int8;
+            let i8 = &crate::cpu::scalar::QUANT_I8;
+            for (mr, quantize) in [
+                (4, quantize_int8::<4> as super::super::kernels::QuantizeFn),
+                (5, quantize_int8::<5>),
+                (6, quantize_int8::<6>),
+            ] {
+                kernels.push(Box::leak(Box::new(QKernel {
+                    mr,
+                    quantize,
+                    ..*i8
+                })));
+            }
+        }
+        for qk in kernels {
+            let portable = QKernel {
+                quantize: quantize_rows,
+                ..*qk
+            };
+            for &(m, k, block) in &[(8usize, 64usize, 32usize), (13, 100, 32), (4, 24, 8)] {
+                let lda = k + 5;
+                let mut a: Vec<f32> = rand(m * lda, m as u64)
+                    .map(|r| (r % 20001) as f32 / 700.0 - 14.0)
+                    .collect();
+                a[3] = 0.5 * 127.0 / 14.0; // a tie once scaled, in some blocks
+                a[lda..lda + k].fill(0.0); // an all-zero row
+                let (mut got, mut want) = (QScratch::default(), QScratch::default());
+                quantize_a(&mut got, qk, &a, lda, m, k, block);
+                quantize_a(&mut want, &portable, &a, lda, m, k, block);
+                assert_eq!(got.codes, want.codes, "{} m={m} k={k}", qk.name);
+                assert_eq!(got.scales, want.scales, "{} m={m} k={k}", qk.name);
             }
         }
     }

@@ -82,6 +82,7 @@ static QUANT: QKernel = QKernel {
     group: 4,
     a_bytes: 1,
     tile: qtile,
+    quantize: super::simd128::quantize_int8::<QMR>,
 };
 
 /// # Safety

@@ -23,6 +23,7 @@ pub static QUANT: QKernel = QKernel {
     group: 2,
     a_bytes: 2,
     tile: qtile::<2, 2>,
+    quantize: super::qgemm::quantize_rows,
 };
 
 /// The portable kernel with the int8 tile: the numerics of relaxed-simd's int8 path, natively
@@ -41,6 +42,7 @@ pub static QUANT_I8: QKernel = QKernel {
     group: 4,
     a_bytes: 1,
     tile: qtile::<4, 1>,
+    quantize: super::qgemm::quantize_rows,
 };
 
 super::math::row_ops!();

@@ -26,6 +26,7 @@ pub(super) static QUANT: QKernel = QKernel {
     group: 2,
     a_bytes: 2,
     tile: qtile,
+    quantize: quantize_int16,
 };
 
 super::math::row_ops!();
@@ -132,6 +133,105 @@ unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
         }
     }
     store_tile(&acc, c, ldc, rows, cols);
+}
+
+/// The strip's `R` rows, 4 k from `a`, scaled and rounded to nearest even; adds them to `sums`.
+#[inline(always)]
+unsafe fn quantize_4k<const R: usize>(
+    a: *const f32,
+    lda: usize,
+    inv: &[v128; R],
+    sums: &mut [v128; R],
+) -> [v128; R] {
+    std::array::from_fn(|i| {
+        let x = f32x4_mul(v128_load(a.add(i * lda) as *const v128), inv[i]);
+        let q = i32x4_trunc_sat_f32x4(f32x4_nearest(x));
+        sums[i] = i32x4_add(sums[i], q);
+        q
+    })
+}
+
+/// [`QuantizeFn`](super::kernels::QuantizeFn) for int8 codes in groups of 4 (the relaxed-simd
+/// tile, `R` rows): each 4 rows × 4 k of a step narrow to one vector.
+///
+/// # Safety
+/// As `QuantizeFn`, for a kernel with `mr = R`, `group = 4`, `a_bytes = 1` and `block % 4 == 0`.
+#[cfg_attr(not(target_feature = "relaxed-simd"), allow(dead_code))] // tests use it everywhere
+pub(super) unsafe fn quantize_int8<const R: usize>(
+    kern: &QKernel,
+    chunk: *mut u8,
+    a: *const f32,
+    lda: usize,
+    inv: *const f32,
+    block: usize,
+    sums: *mut i32,
+) {
+    debug_assert!(kern.mr == R && kern.group == 4 && kern.a_bytes == 1);
+    debug_assert!(block.is_multiple_of(4));
+    let inv: [v128; R] = std::array::from_fn(|i| f32x4_splat(*inv.add(i)));
+    let mut acc = [i32x4_splat(0); R];
+    let mut out = chunk;
+    for step in 0..block / 4 {
+        let q = quantize_4k(a.add(4 * step), lda, &inv, &mut acc);
+        let mut i = 0;
+        while i + 4 <= R {
+            let lo = i16x8_narrow_i32x4(q[i], q[i + 1]);
+            let hi = i16x8_narrow_i32x4(q[i + 2], q[i + 3]);
+            v128_store(out as *mut v128, i8x16_narrow_i16x8(lo, hi));
+            (i, out) = (i + 4, out.add(16));
+        }
+        while i < R {
+            let one = i16x8_narrow_i32x4(q[i], q[i]);
+            let bytes = i8x16_narrow_i16x8(one, one);
+            v128_store32_lane::<0>(bytes, out as *mut u32);
+            (i, out) = (i + 1, out.add(4));
+        }
+    }
+    add_lanes(&acc, sums);
+}
+
+/// [`QuantizeFn`](super::kernels::QuantizeFn) for int16 codes in pairs (the int16 tile): 4 k
+/// of 4 rows make two steps, the even and odd pairs of the narrowed rows.
+///
+/// # Safety
+/// As `QuantizeFn`, for a kernel with `mr = 4`, `group = 2`, `a_bytes = 2` and `block % 4 == 0`.
+unsafe fn quantize_int16(
+    kern: &QKernel,
+    chunk: *mut u8,
+    a: *const f32,
+    lda: usize,
+    inv: *const f32,
+    block: usize,
+    sums: *mut i32,
+) {
+    if !block.is_multiple_of(4) {
+        return super::qgemm::quantize_rows(kern, chunk, a, lda, inv, block, sums);
+    }
+    debug_assert!(kern.mr == MR && kern.group == 2 && kern.a_bytes == 2);
+    let inv: [v128; MR] = std::array::from_fn(|i| f32x4_splat(*inv.add(i)));
+    let mut acc = [i32x4_splat(0); MR];
+    for quad in 0..block / 4 {
+        let q = quantize_4k(a.add(4 * quad), lda, &inv, &mut acc);
+        // rows 0-1 and 2-3 as int16; as 32-bit lanes: [r0 k01, r0 k23, r1 k01, r1 k23]
+        let (lo, hi) = (
+            i16x8_narrow_i32x4(q[0], q[1]),
+            i16x8_narrow_i32x4(q[2], q[3]),
+        );
+        let out = chunk.add(32 * quad) as *mut v128;
+        v128_store(out, i32x4_shuffle::<0, 2, 4, 6>(lo, hi));
+        v128_store(out.add(1), i32x4_shuffle::<1, 3, 5, 7>(lo, hi));
+    }
+    add_lanes(&acc, sums);
+}
+
+/// `sums[i] += Σ lanes of acc[i]`.
+#[inline(always)]
+unsafe fn add_lanes<const R: usize>(acc: &[v128; R], sums: *mut i32) {
+    for (i, &v) in acc.iter().enumerate() {
+        let pair = i32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+        let one = i32x4_add(pair, i32x4_shuffle::<1, 0, 3, 2>(pair, pair));
+        *sums.add(i) += i32x4_extract_lane::<0>(one);
+    }
 }
 
 /// Writes the valid `rows × cols` corner of a 4x8 tile of f32 accumulators to C.

@@ -305,6 +305,7 @@ pub fn info(engine: &Engine) -> String {
     serde_json::json!({
         "backend": engine.backend(),
         "gpu_failure": engine.gpu_failure(),
+        "int_kernel": engine.int_kernel(),
         "probe": engine.probe().map(|p| serde_json::json!({
             "adapter": p.adapter,
             "tokens": p.tokens,

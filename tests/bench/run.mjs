@@ -7,7 +7,7 @@
 //   /tjs/      @huggingface/transformers/dist/   /ort/  onnxruntime-web/dist/  (no CDN)
 //   /models/   models/            (models/pii, models/minilm, models/bench/tjs-minilm)
 // Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
-//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--serve]
+//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--models minilm,pii] [--tokens 15,128] [--serve]
 // --no-worker: webert on the page's thread (its browser default is a Web Worker).
 import { chromium } from 'playwright-core';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -71,7 +71,8 @@ async function main() {
       // Headless WebGPU is SwiftShader here (seconds per call): fewer runs for those rows.
       const [n, w] = device === 'webgpu' ? [Number(arg('gpu-runs', 3)), 1] : [runs, warmup];
       const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&device=${device}` +
-        (flag('no-worker') ? '&worker=0' : '');
+        (flag('no-worker') ? '&worker=0' : '') +
+        (arg('models') ? `&models=${arg('models')}` : '') + (arg('tokens') ? `&tokens=${arg('tokens')}` : '');
       console.error(`> ${url}`);
       await page.goto(url);
       const res = await page.evaluate(() => window.__bench);

@@ -2,11 +2,13 @@
 // Runs a wasm32-wasip1 program that needs no files (examples/gemm_bench.rs, cpu_profile.rs) in headless Chromium
 // with a minimal WASI shim (args, clock, stdout), and prints its output: kernel speed under the
 // browser's V8, which can differ from Node's (scripts/wasm_bench.sh).
-//   node tests/bench/wasi-chromium.mjs program.wasm [args...]
+//   node tests/bench/wasi-chromium.mjs [--worker] program.wasm [args...]
+// --worker runs it in a dedicated Web Worker (where the npm package computes) instead of the page.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 
-const [wasm, ...args] = process.argv.slice(2);
+const inWorker = process.argv[2] === '--worker';
+const [wasm, ...args] = process.argv.slice(inWorker ? 3 : 2);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
   ignoreDefaultArgs: ['--headless'],
@@ -14,7 +16,15 @@ const browser = await chromium.launch({
 });
 try {
   const page = await browser.newPage();
-  const out = await page.evaluate(run, { b64: readFileSync(wasm).toString('base64'), args });
+  const job = { b64: readFileSync(wasm).toString('base64'), args };
+  const out = inWorker
+    ? await page.evaluate(({ source, job }) => new Promise((done) => {
+      const code = `onmessage = async (e) => postMessage(await (${source})(e.data));`;
+      const worker = new Worker(URL.createObjectURL(new Blob([code], { type: 'text/javascript' })));
+      worker.onmessage = (e) => done(e.data);
+      worker.postMessage(job);
+    }), { source: run.toString(), job })
+    : await page.evaluate(run, job);
   process.stdout.write(out);
 } finally {
   await browser.close();

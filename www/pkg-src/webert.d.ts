@@ -74,6 +74,8 @@ export interface ModelInfo {
   backend: string;
   /** Why the GPU was given up for the CPU, if it was: a failure, or slower than the CPU at load. */
   gpu_failure: string | null;
+  /** The CPU's integer tile for q4 (`MatMulNBits`) weights, e.g. `relaxed-simd int8` or `simd128 int16`; null when the CPU computes in f32 (`quantized: 'f32'`, or no q4 weights). */
+  int_kernel: string | null;
   /** Under `device: 'auto'` with a WebGPU adapter: milliseconds of one forward of `tokens` tokens on each; the faster was kept. */
   probe: { adapter: string; tokens: number; gpu_ms: number; cpu_ms: number } | null;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */

@@ -123,7 +123,7 @@ async function main() {
       const wopts = key === 'minilm' ? { pooling: 'mean', normalize: false } : { aggregation_strategy: 'none' };
       const [wr, tr] = await timePair(() => w(text, wopts), () => t(text, opts));
       const cmp = compare(key, wr.last, tr.last);
-      cmp.detail += ` (webert on ${wr.last.backend})`;
+      cmp.detail += ` (webert on ${wr.last.backend}${w.info.int_kernel ? `, ${w.info.int_kernel}` : ""})`;
       const row = {
         model: m.label, key, tokens, threads, device,
         webert_ms: wr?.median ?? null, webert_engine_ms: wr?.last.ms ?? null, tjs_ms: tr.median,

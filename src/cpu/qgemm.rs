@@ -386,9 +386,10 @@ mod tests {
             use crate::cpu::simd128::quantize_int8;
             let i8 = &crate::cpu::scalar::QUANT_I8;
             for (mr, quantize) in [
-                (4, quantize_int8::<4> as super::super::kernels::QuantizeFn),
-                (5, quantize_int8::<5>),
-                (6, quantize_int8::<6>),
+                (1, quantize_int8::<1> as super::super::kernels::QuantizeFn),
+                (2, quantize_int8::<2>),
+                (4, quantize_int8::<4>),
+                (7, quantize_int8::<7>),
             ] {
                 kernels.push(Box::leak(Box::new(QKernel {
                     mr,

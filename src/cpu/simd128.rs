@@ -152,7 +152,7 @@ unsafe fn quantize_4k<const R: usize>(
 }
 
 /// [`QuantizeFn`](super::kernels::QuantizeFn) for int8 codes in groups of 4 (the relaxed-simd
-/// tile, `R` rows): each 4 rows × 4 k of a step narrow to one vector.
+/// tile, `R` rows): each 4 rows × 4 k of a step narrow to one vector, 2 rows to half of one.
 ///
 /// # Safety
 /// As `QuantizeFn`, for a kernel with `mr = R`, `group = 4`, `a_bytes = 1` and `block % 4 == 0`.
@@ -180,11 +180,15 @@ pub(super) unsafe fn quantize_int8<const R: usize>(
             v128_store(out as *mut v128, i8x16_narrow_i16x8(lo, hi));
             (i, out) = (i + 4, out.add(16));
         }
-        while i < R {
+        if i + 2 <= R {
+            let two = i16x8_narrow_i32x4(q[i], q[i + 1]);
+            v128_store64_lane::<0>(i8x16_narrow_i16x8(two, two), out as *mut u64);
+            (i, out) = (i + 2, out.add(8));
+        }
+        if i < R {
             let one = i16x8_narrow_i32x4(q[i], q[i]);
-            let bytes = i8x16_narrow_i16x8(one, one);
-            v128_store32_lane::<0>(bytes, out as *mut u32);
-            (i, out) = (i + 1, out.add(4));
+            v128_store32_lane::<0>(i8x16_narrow_i16x8(one, one), out as *mut u32);
+            out = out.add(4);
         }
     }
     add_lanes(&acc, sums);
@@ -234,22 +238,32 @@ unsafe fn add_lanes<const R: usize>(acc: &[v128; R], sums: *mut i32) {
     }
 }
 
-/// Writes the valid `rows × cols` corner of a 4x8 tile of f32 accumulators to C.
+/// Writes the valid `rows × cols` corner of an `R` × `4·V` tile of f32 accumulators to C.
 ///
 /// # Safety
 /// `c` covers `rows × cols` with stride `ldc`.
-pub(super) unsafe fn store_tile(
-    acc: &[[v128; NV]; MR],
+#[inline(always)]
+pub(super) unsafe fn store_tile<const R: usize, const V: usize>(
+    acc: &[[v128; V]; R],
     c: *mut f32,
     ldc: usize,
     rows: usize,
     cols: usize,
 ) {
-    let mut out = [0f32; MR * 4 * NV];
+    if rows == R && cols == 4 * V {
+        for (i, row) in acc.iter().enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                v128_store(c.add(i * ldc + 4 * j) as *mut v128, v);
+            }
+        }
+        return;
+    }
+    const { assert!(R * 4 * V <= 64) };
+    let mut out = [0f32; 64];
     for (i, row) in acc.iter().enumerate() {
         for (j, &v) in row.iter().enumerate() {
-            v128_store(out.as_mut_ptr().add(i * 4 * NV + 4 * j) as *mut v128, v);
+            v128_store(out.as_mut_ptr().add(i * 4 * V + 4 * j) as *mut v128, v);
         }
     }
-    store_partial(&out, 4 * NV, c, ldc, rows, cols, false);
+    store_partial(&out, 4 * V, c, ldc, rows, cols, false);
 }

@@ -102,6 +102,7 @@ fn main() {
         let (mut ffn_rows, mut scores, mut hidden) =
             (ffn_in.clone(), scores_in.clone(), hidden_in.clone());
         let (gamma, beta) = (vec![1.0; h], vec![0.0; h]);
+        let mut inv_sums = vec![0.0; m];
         let per_call = |f: &mut dyn FnMut()| time(2_000_000, f) * 1e3;
         let gelu = Epilogue {
             cols: ffn,
@@ -124,7 +125,7 @@ fn main() {
         });
         let softmax_ms = per_call(&mut || unsafe {
             scores.copy_from_slice(&scores_in);
-            (kern.ops.softmax)(&mut scores, m, 0.17)
+            (kern.ops.softmax)(&mut scores, m, 0.17, &mut inv_sums)
         });
         let norm_ms = per_call(&mut || unsafe {
             hidden.copy_from_slice(&hidden_in);

@@ -11,6 +11,7 @@ pub struct AttentionScratch {
     keys: PackedB,
     values: PackedB,
     scores: Vec<f32>,
+    inv_sums: Vec<f32>,
     a_pack: Vec<f32>,
 }
 
@@ -42,6 +43,7 @@ pub fn attention(
             s.keys.repack_nk(kern, len, head_dim, &rows[k..], ld);
             s.values.repack_kn(kern, head_dim, len, &rows[v..], ld);
             s.scores.resize(seq_len * len, 0.0);
+            s.inv_sums.resize(seq_len, 0.0);
             gemm(
                 kern,
                 seq_len,
@@ -54,7 +56,7 @@ pub fn attention(
                 &mut s.a_pack,
             );
             // SAFETY: `ops` belongs to `kern`, which was checked to run on this CPU.
-            unsafe { (kern.ops.softmax)(&mut s.scores, len, scale) };
+            unsafe { (kern.ops.softmax)(&mut s.scores, len, scale, &mut s.inv_sums) };
             gemm(
                 kern,
                 seq_len,
@@ -66,6 +68,11 @@ pub fn attention(
                 false,
                 &mut s.a_pack,
             );
+            for (row, inv) in out_rows.chunks_exact_mut(h).zip(&s.inv_sums) {
+                for x in &mut row[q..q + head_dim] {
+                    *x *= inv;
+                }
+            }
         }
     }
 }

@@ -33,9 +33,20 @@ impl PackedB {
         self.repack(kern, n, k, |j, kk| src[j * ld + kk]);
     }
 
-    /// Re-fills this buffer from a row-major `[k, n]` source (attention values).
+    /// Re-fills this buffer from a row-major `[k, n]` source (attention values): each panel
+    /// row is a straight copy.
     pub fn repack_kn(&mut self, kern: &Kernel, n: usize, k: usize, src: &[f32], ld: usize) {
-        self.repack(kern, n, k, |j, kk| src[kk * ld + j]);
+        let nr = kern.nr;
+        (self.n, self.k, self.nr) = (n, k, nr);
+        self.data.clear();
+        self.data.resize(n.div_ceil(nr) * k * nr, 0.0);
+        for (p, panel) in self.data.chunks_exact_mut(k * nr).enumerate() {
+            let cols = nr.min(n - p * nr);
+            for (kk, dst) in panel.chunks_exact_mut(nr).enumerate() {
+                let at = kk * ld + p * nr;
+                dst[..cols].copy_from_slice(&src[at..at + cols]);
+            }
+        }
     }
 
     fn repack(&mut self, kern: &Kernel, n: usize, k: usize, at: impl Fn(usize, usize) -> f32) {

@@ -244,26 +244,36 @@ pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     }
 }
 
-/// In-place softmax of `scale * row` for each row of `cols` values.
+/// `exp(scale · (x − max))` in place for each row of `cols` values, leaving the division by the
+/// row's sum to the caller (attention applies it to the much smaller `P·V`): `inv_sums[r]`
+/// receives row `r`'s `1 / Σ`.
 #[inline(always)]
-pub fn softmax_rows(rows: &mut [f32], cols: usize, scale: f32) {
-    for row in rows.chunks_exact_mut(cols) {
+pub fn softmax_rows(rows: &mut [f32], cols: usize, scale: f32, inv_sums: &mut [f32]) {
+    let k = &opaque(COEFFS);
+    for (row, inv) in rows.chunks_exact_mut(cols).zip(inv_sums.iter_mut()) {
         let m = max(row);
-        let k = &opaque(COEFFS);
-        for x in row.iter_mut() {
+        // lane-parallel sum, as in `sum`, fused with the exponentials
+        let mut acc = [0f32; 16];
+        let mut chunks = row.chunks_exact_mut(16);
+        for c in &mut chunks {
+            for (x, a) in c.iter_mut().zip(acc.iter_mut()) {
+                *x = exp((*x - m) * scale, k);
+                *a += *x;
+            }
+        }
+        let mut tail = 0.0;
+        for x in chunks.into_remainder() {
             *x = exp((*x - m) * scale, k);
+            tail += *x;
         }
-        let inv = 1.0 / sum(row);
-        for x in row.iter_mut() {
-            *x *= inv;
-        }
+        *inv = 1.0 / (acc.iter().sum::<f32>() + tail);
     }
 }
 
 /// Row-wise elementwise ops, compiled once per ISA (see `row_ops!`).
 pub struct RowOps {
     pub epilogue: unsafe fn(&mut [f32], &Epilogue),
-    pub softmax: unsafe fn(&mut [f32], usize, f32),
+    pub softmax: unsafe fn(&mut [f32], usize, f32, &mut [f32]),
     pub layer_norm: unsafe fn(&mut [f32], &[f32], &[f32], f32),
 }
 
@@ -276,8 +286,8 @@ macro_rules! row_ops {
                 $crate::cpu::math::epilogue_rows(out, e)
             }
             $(#[target_feature(enable = $feature)])?
-            unsafe fn softmax(rows: &mut [f32], cols: usize, scale: f32) {
-                $crate::cpu::math::softmax_rows(rows, cols, scale)
+            unsafe fn softmax(rows: &mut [f32], cols: usize, scale: f32, inv: &mut [f32]) {
+                $crate::cpu::math::softmax_rows(rows, cols, scale, inv)
             }
             $(#[target_feature(enable = $feature)])?
             unsafe fn layer_norm(row: &mut [f32], g: &[f32], b: &[f32], eps: f32) {
@@ -326,9 +336,21 @@ mod tests {
     #[test]
     fn softmax_and_layernorm() {
         let mut r = vec![1.0, 2.0, 3.0];
-        softmax_rows(&mut r, 3, 1.0);
-        assert!((r.iter().sum::<f32>() - 1.0).abs() < 1e-6);
-        assert!((r[2] - 0.665_240_9).abs() < 1e-6);
+        let mut inv = [0.0];
+        softmax_rows(&mut r, 3, 1.0, &mut inv);
+        assert!((r.iter().sum::<f32>() * inv[0] - 1.0).abs() < 1e-6);
+        assert!((r[2] * inv[0] - 0.665_240_9).abs() < 1e-6);
+        // rows longer than one 16-lane chunk, scaled
+        let x: Vec<f32> = (0..2 * 37).map(|i| (i % 37) as f32 * 0.3 - 5.0).collect();
+        let (mut r, mut inv) = (x.clone(), [0.0; 2]);
+        softmax_rows(&mut r, 37, 0.5, &mut inv);
+        for (row, (xs, inv)) in r.chunks(37).zip(x.chunks(37).zip(inv)) {
+            let sum: f64 = xs.iter().map(|&v| (0.5 * v as f64).exp()).sum();
+            for (p, &v) in row.iter().zip(xs) {
+                let want = (0.5 * v as f64).exp() / sum;
+                assert!((*p as f64 * inv as f64 - want).abs() < 1e-6);
+            }
+        }
         let mut r = vec![1.0, 2.0, 3.0, 4.0];
         layer_norm(&mut r, &[1.0; 4], &[0.0; 4], 0.0);
         assert!((r[0] + 1.341_640_8).abs() < 1e-5);

@@ -25,9 +25,10 @@ export function entitiesU16(text, entities) {
 const SCORE_TOL = 1e-4;
 /**
  * q4 models on the CPU path's default integer kernels (`quantized: 'int'`): labels and spans
- * equal the f32 goldens, scores measured within 1.8e-2 (int8, relaxed SIMD) and 2e-4 (int16).
+ * equal the f32 goldens; scores move by int8 activation rounding (relaxed SIMD) up to 3.7e-2
+ * per token on these goldens (tests/quantized.rs, whose bound this is), int16 by 2e-4.
  */
-export const INT_SCORE_TOL = 3e-2;
+export const INT_SCORE_TOL = 5e-2;
 
 export function assertEntities(what, text, got, want, tol = SCORE_TOL) {
   const show = (list) => list.map((e) => `${e.entity ?? e.entity_group}:${e.start}..${e.end}`).join(' ');

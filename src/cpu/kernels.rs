@@ -42,18 +42,23 @@ pub struct QTile {
 /// Writes `C[rows×cols] = A·Wᵀ` for one quantized tile.
 pub type QTileFn = unsafe fn(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize);
 
-/// Quantizes one block of a full strip: rows `a + i·lda` (`i < mr`, `block` floats each) times
-/// `inv[i]`, rounded to nearest even, into `chunk` as `[step][mr][group]` codes, adding each
-/// row's codes to `sums[i]`. Every implementation gives the codes of `qgemm::quantize_rows`.
-pub type QuantizeFn = unsafe fn(
-    kern: &QKernel,
-    chunk: *mut u8,
-    a: *const f32,
-    lda: usize,
-    inv: *const f32,
-    block: usize,
-    sums: *mut i32,
-);
+/// One block of a full strip of A to quantize.
+pub struct StripBlock {
+    /// Where the codes go, as `[step][mr][group]`.
+    pub chunk: *mut u8,
+    /// Row `i < mr` of the strip, `block` floats, starts at `a + i·lda`.
+    pub a: *const f32,
+    pub lda: usize,
+    /// Per row: the factor into codes (`a_max / max|row|`).
+    pub inv: *const f32,
+    pub block: usize,
+    /// Per row: the sum of its codes is added here.
+    pub sums: *mut i32,
+}
+
+/// Quantizes a [`StripBlock`]: each value times its row's `inv`, rounded to nearest even.
+/// Every implementation gives the codes of `qgemm::quantize_rows`.
+pub type QuantizeFn = unsafe fn(kern: &QKernel, s: StripBlock);
 
 pub struct QKernel {
     pub name: &'static str,

@@ -4,7 +4,7 @@
 //! `C[i][j] = Σ_b sa[i][b]·sw[j][b]·Σ_k qa·qw − (sa[i][b]·Σ_k qa)·(zp[j][b]·sw[j][b])`,
 //! which is `Σ_k a·w` with `a ≈ sa·qa` and `w = (qw − zp)·sw` exact.
 
-use super::kernels::{QKernel, QTile};
+use super::kernels::{QKernel, QTile, StripBlock};
 use crate::model::BlockQuant;
 
 /// Weights packed for a [`QKernel`]: per panel of `nr` columns and per block, steps of
@@ -190,12 +190,14 @@ fn quantize_a(
                 unsafe {
                     (kern.quantize)(
                         kern,
-                        chunk.as_mut_ptr(),
-                        a[first..].as_ptr(),
-                        lda,
-                        inv.as_ptr(),
-                        block,
-                        sums.as_mut_ptr(),
+                        StripBlock {
+                            chunk: chunk.as_mut_ptr(),
+                            a: a[first..].as_ptr(),
+                            lda,
+                            inv: inv.as_ptr(),
+                            block,
+                            sums: sums.as_mut_ptr(),
+                        },
                     )
                 };
             } else {
@@ -231,17 +233,10 @@ fn abs_max(x: &[f32]) -> f32 {
 /// The portable [`QuantizeFn`](super::kernels::QuantizeFn): one row at a time.
 ///
 /// # Safety
-/// As `QuantizeFn`: `mr` rows of `block` floats at `a + i·lda`, `chunk` holding the strip
-/// block, `inv` and `sums` `mr` long.
-pub unsafe fn quantize_rows(
-    kern: &QKernel,
-    chunk: *mut u8,
-    a: *const f32,
-    lda: usize,
-    inv: *const f32,
-    block: usize,
-    sums: *mut i32,
-) {
+/// `s` holds `mr` rows of `block` floats, room for the strip block's codes, and `mr` values of
+/// `inv` and `sums`.
+pub unsafe fn quantize_rows(kern: &QKernel, s: StripBlock) {
+    let (chunk, a, lda, inv, block, sums) = (s.chunk, s.a, s.lda, s.inv, s.block, s.sums);
     let chunk = std::slice::from_raw_parts_mut(chunk, block * kern.mr * kern.a_bytes);
     for i in 0..kern.mr {
         let row = std::slice::from_raw_parts(a.add(i * lda), block);

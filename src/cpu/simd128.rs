@@ -2,7 +2,7 @@
 //! registers (xmm15 is its scratch) and, without FMA, each multiply-add needs a temporary:
 //! 4x8 measured fastest (5x8, 6x8, 4x12, 3x16 spill or lose to it, `examples/gemm_bench.rs`).
 
-use super::kernels::{store_partial, Kernel, QKernel, QTile};
+use super::kernels::{store_partial, Kernel, QKernel, QTile, StripBlock};
 use std::arch::wasm32::*;
 
 const MR: usize = 4;
@@ -155,17 +155,11 @@ unsafe fn quantize_4k<const R: usize>(
 /// tile, `R` rows): each 4 rows × 4 k of a step narrow to one vector, 2 rows to half of one.
 ///
 /// # Safety
-/// As `QuantizeFn`, for a kernel with `mr = R`, `group = 4`, `a_bytes = 1` and `block % 4 == 0`.
+/// As [`quantize_rows`](super::qgemm::quantize_rows), for a kernel with `mr = R`, `group = 4`,
+/// `a_bytes = 1` and `block % 4 == 0`.
 #[cfg_attr(not(target_feature = "relaxed-simd"), allow(dead_code))] // tests use it everywhere
-pub(super) unsafe fn quantize_int8<const R: usize>(
-    kern: &QKernel,
-    chunk: *mut u8,
-    a: *const f32,
-    lda: usize,
-    inv: *const f32,
-    block: usize,
-    sums: *mut i32,
-) {
+pub(super) unsafe fn quantize_int8<const R: usize>(kern: &QKernel, s: StripBlock) {
+    let (chunk, a, lda, inv, block, sums) = (s.chunk, s.a, s.lda, s.inv, s.block, s.sums);
     debug_assert!(kern.mr == R && kern.group == 4 && kern.a_bytes == 1);
     debug_assert!(block.is_multiple_of(4));
     let inv: [v128; R] = std::array::from_fn(|i| f32x4_splat(*inv.add(i)));
@@ -198,19 +192,13 @@ pub(super) unsafe fn quantize_int8<const R: usize>(
 /// of 4 rows make two steps, the even and odd pairs of the narrowed rows.
 ///
 /// # Safety
-/// As `QuantizeFn`, for a kernel with `mr = 4`, `group = 2`, `a_bytes = 2` and `block % 4 == 0`.
-unsafe fn quantize_int16(
-    kern: &QKernel,
-    chunk: *mut u8,
-    a: *const f32,
-    lda: usize,
-    inv: *const f32,
-    block: usize,
-    sums: *mut i32,
-) {
-    if !block.is_multiple_of(4) {
-        return super::qgemm::quantize_rows(kern, chunk, a, lda, inv, block, sums);
+/// As [`quantize_rows`](super::qgemm::quantize_rows), for a kernel with `mr = 4`, `group = 2`
+/// and `a_bytes = 2`.
+unsafe fn quantize_int16(kern: &QKernel, s: StripBlock) {
+    if !s.block.is_multiple_of(4) {
+        return super::qgemm::quantize_rows(kern, s);
     }
+    let (chunk, a, lda, inv, block, sums) = (s.chunk, s.a, s.lda, s.inv, s.block, s.sums);
     debug_assert!(kern.mr == MR && kern.group == 2 && kern.a_bytes == 2);
     let inv: [v128; MR] = std::array::from_fn(|i| f32x4_splat(*inv.add(i)));
     let mut acc = [i32x4_splat(0); MR];

@@ -36,12 +36,13 @@ pub const COEFFS: Coeffs = Coeffs {
     rounder: 12_582_912.0,
     ln2_hi: 0.693_145_75,
     ln2_lo: 1.428_606_8e-6,
+    // r²/2!, …, r⁶/6! (slightly tuned)
     exp_poly: [
+        0.5,
         0.166_666_67,
         0.041_666_41,
         0.008_333_452,
         0.001_388_947,
-        0.5,
     ],
     erf_p: 0.327_591_1,
     erf_poly: [
@@ -89,7 +90,7 @@ pub fn exp(x: f32, k: &Coeffs) -> f32 {
     let t = x * k.log2_e + k.rounder;
     let n = t - k.rounder;
     let r = x - n * k.ln2_hi - n * k.ln2_lo;
-    let [c3, c4, c5, c6, c2] = k.exp_poly;
+    let [c2, c3, c4, c5, c6] = k.exp_poly;
     let p = k.one + r * (k.one + r * (c2 + r * (c3 + r * (c4 + r * (c5 + r * c6)))));
     // n = bits(t) - bits(rounder), in [-126, 127] after the clamp
     let biased = t

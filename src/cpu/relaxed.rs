@@ -125,16 +125,8 @@ unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
             a = a.add(4 * QMR);
             b = b.add(4 * QNR);
         }
-        let (sa, sb) = (t.a_scales.add(blk * 2 * QMR), t.b_scales.add(blk * 2 * QNR));
-        for (i, (row, d)) in acc.iter_mut().zip(&dot).enumerate() {
-            let (s, z) = (f32x4_splat(*sa.add(i)), f32x4_splat(-*sa.add(QMR + i)));
-            for (j, (r, &dj)) in row.iter_mut().zip(d).enumerate() {
-                let sw = v128_load(sb.add(4 * j) as *const v128);
-                let zw = v128_load(sb.add(QNR + 4 * j) as *const v128);
-                let scaled = f32x4_relaxed_madd(f32x4_convert_i32x4(dj), f32x4_mul(s, sw), *r);
-                *r = f32x4_relaxed_madd(z, zw, scaled);
-            }
-        }
+        let madd = |x, y, z| f32x4_relaxed_madd(x, y, z);
+        super::simd128::add_scaled_block(&mut acc, &dot, t.a_scales, t.b_scales, blk, madd);
     }
     super::simd128::store_tile(&acc, c, ldc, rows, cols);
 }

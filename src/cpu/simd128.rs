@@ -121,18 +121,37 @@ unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
             a = a.add(4 * MR);
             b = b.add(8 * NV);
         }
-        let (sa, sb) = (t.a_scales.add(blk * 2 * MR), t.b_scales.add(blk * 8 * NV));
-        for (i, (row, d)) in acc.iter_mut().zip(&dot).enumerate() {
-            let (s, z) = (f32x4_splat(*sa.add(i)), f32x4_splat(*sa.add(MR + i)));
-            for (j, (r, &dj)) in row.iter_mut().zip(d).enumerate() {
-                let sw = v128_load(sb.add(4 * j) as *const v128);
-                let zw = v128_load(sb.add(4 * NV + 4 * j) as *const v128);
-                let scaled = f32x4_mul(f32x4_convert_i32x4(dj), f32x4_mul(s, sw));
-                *r = f32x4_sub(f32x4_add(*r, scaled), f32x4_mul(z, zw));
-            }
-        }
+        let madd = |x, y, z| f32x4_add(z, f32x4_mul(x, y));
+        add_scaled_block(&mut acc, &dot, t.a_scales, t.b_scales, blk, madd);
     }
     store_tile(&acc, c, ldc, rows, cols);
+}
+
+/// Adds one weight block's int32 sums, scaled, to a quantized tile's f32 accumulators:
+/// `acc += dot·(sa·sw) − (sa·Σqa)·(zp·sw)` with `madd(a, b, c) = a·b + c`.
+///
+/// # Safety
+/// `a_scales` and `b_scales` hold the per-block scales of the tile's strip and panel (see
+/// `qgemm.rs`) for block `blk`.
+#[inline(always)]
+pub(super) unsafe fn add_scaled_block<const R: usize, const V: usize>(
+    acc: &mut [[v128; V]; R],
+    dot: &[[v128; V]; R],
+    a_scales: *const f32,
+    b_scales: *const f32,
+    blk: usize,
+    madd: impl Fn(v128, v128, v128) -> v128,
+) {
+    let (sa, sb) = (a_scales.add(blk * 2 * R), b_scales.add(blk * 8 * V));
+    for (i, (row, d)) in acc.iter_mut().zip(dot).enumerate() {
+        let (s, z) = (f32x4_splat(*sa.add(i)), f32x4_splat(-*sa.add(R + i)));
+        for (j, (r, &dj)) in row.iter_mut().zip(d).enumerate() {
+            let sw = v128_load(sb.add(4 * j) as *const v128);
+            let zw = v128_load(sb.add(4 * V + 4 * j) as *const v128);
+            let scaled = madd(f32x4_convert_i32x4(dj), f32x4_mul(s, sw), *r);
+            *r = madd(z, zw, scaled);
+        }
+    }
 }
 
 /// The strip's `R` rows, 4 k from `a`, scaled and rounded to nearest even; adds them to `sums`.

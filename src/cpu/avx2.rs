@@ -15,7 +15,7 @@ pub static KERNEL: Kernel = Kernel {
     quant: None,
 };
 
-super::math::row_ops!("avx2,fma");
+super::math::row_ops!(f32, "avx2,fma");
 
 /// # Safety
 /// The CPU supports AVX2 and FMA (checked by `kernels::available`); `a` holds `k*MR` floats,

@@ -15,7 +15,7 @@ pub static KERNEL: Kernel = Kernel {
     quant: None,
 };
 
-super::math::row_ops!("avx512f,avx2,fma");
+super::math::row_ops!(f32, "avx512f,avx2,fma");
 
 /// # Safety
 /// The CPU supports AVX-512F (checked by `kernels::available`); `a` holds `k*MR` floats,

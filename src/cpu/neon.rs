@@ -15,7 +15,7 @@ pub static KERNEL: Kernel = Kernel {
     quant: None,
 };
 
-super::math::row_ops!();
+super::math::row_ops!(f32);
 
 /// # Safety
 /// `a` holds `k*MR` floats, `b` holds `k*NR`, and `c` covers `rows × cols` with stride `ldc`.

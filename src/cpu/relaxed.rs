@@ -9,6 +9,9 @@ use super::kernels::{Kernel, QKernel, QTile};
 use super::simd128::tile_with;
 use std::arch::wasm32::*;
 
+super::math::row_ops!(FusedF32x4);
+super::simd128::f32x4_lanes!(FusedF32x4, |a, b, c| f32x4_relaxed_madd(a, b, c));
+
 const MR: usize = 4;
 const NV: usize = 2;
 
@@ -17,7 +20,7 @@ pub static KERNEL: Kernel = Kernel {
     mr: MR,
     nr: 4 * NV,
     tile,
-    ops: &super::simd128::ROW_OPS,
+    ops: &ROW_OPS,
     quant: Some(&QUANT),
 };
 

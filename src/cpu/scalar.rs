@@ -45,7 +45,7 @@ pub static QUANT_I8: QKernel = QKernel {
     quantize: super::qgemm::quantize_rows,
 };
 
-super::math::row_ops!();
+super::math::row_ops!(f32);
 
 /// # Safety
 /// `a` holds `k*MR` floats, `b` holds `k*NR`, and `c` covers `rows × cols` with stride `ldc`.

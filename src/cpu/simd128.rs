@@ -29,7 +29,85 @@ pub(super) static QUANT: QKernel = QKernel {
     quantize: quantize_int16,
 };
 
-super::math::row_ops!();
+super::math::row_ops!(F32x4);
+
+/// Defines a [`Lanes`](super::math::Lanes) type over `f32x4` whose `madd(a, b, c)` is
+/// `$madd(a, b, c)`: mul + add here, `relaxed_madd` in the relaxed-simd kernel.
+macro_rules! f32x4_lanes {
+    ($name:ident, $madd:expr) => {
+        #[derive(Clone, Copy)]
+        pub(super) struct $name(core::arch::wasm32::v128);
+
+        impl $crate::cpu::math::Lanes for $name {
+            const WIDTH: usize = 4;
+            #[inline(always)]
+            fn splat(x: f32) -> Self {
+                Self(f32x4_splat(x))
+            }
+            #[inline(always)]
+            fn load(s: &[f32]) -> Self {
+                assert!(s.len() >= 4);
+                // SAFETY: four floats, checked above (unaligned loads are allowed).
+                Self(unsafe { v128_load(s.as_ptr() as *const v128) })
+            }
+            #[inline(always)]
+            fn store(self, s: &mut [f32]) {
+                assert!(s.len() >= 4);
+                // SAFETY: as in `load`.
+                unsafe { v128_store(s.as_mut_ptr() as *mut v128, self.0) }
+            }
+            #[inline(always)]
+            fn add(self, b: Self) -> Self {
+                Self(f32x4_add(self.0, b.0))
+            }
+            #[inline(always)]
+            fn sub(self, b: Self) -> Self {
+                Self(f32x4_sub(self.0, b.0))
+            }
+            #[inline(always)]
+            fn mul(self, b: Self) -> Self {
+                Self(f32x4_mul(self.0, b.0))
+            }
+            #[inline(always)]
+            fn div(self, b: Self) -> Self {
+                Self(f32x4_div(self.0, b.0))
+            }
+            #[inline(always)]
+            fn madd(self, b: Self, c: Self) -> Self {
+                let madd: fn(v128, v128, v128) -> v128 = $madd;
+                Self(madd(self.0, b.0, c.0))
+            }
+            #[inline(always)]
+            fn min(self, b: Self) -> Self {
+                Self(f32x4_pmin(self.0, b.0))
+            }
+            #[inline(always)]
+            fn max(self, b: Self) -> Self {
+                Self(f32x4_pmax(self.0, b.0))
+            }
+            #[inline(always)]
+            fn sub_bits_shl23(self, bias: Self) -> Self {
+                Self(i32x4_shl(i32x4_sub(self.0, bias.0), 23))
+            }
+            #[inline(always)]
+            fn sum_lanes(self) -> f32 {
+                let v = self.0;
+                let pair = f32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+                f32x4_extract_lane::<0>(f32x4_add(pair, i32x4_shuffle::<1, 0, 3, 2>(pair, pair)))
+            }
+            #[inline(always)]
+            fn max_lanes(self) -> f32 {
+                let v = self.0;
+                let pair = f32x4_pmax(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+                f32x4_extract_lane::<0>(f32x4_pmax(pair, i32x4_shuffle::<1, 0, 3, 2>(pair, pair)))
+            }
+        }
+    };
+}
+#[cfg_attr(not(target_feature = "relaxed-simd"), allow(unused_imports))]
+pub(super) use f32x4_lanes;
+
+f32x4_lanes!(F32x4, |a, b, c| f32x4_add(f32x4_mul(a, b), c));
 
 /// # Safety
 /// As [`tile_with`].

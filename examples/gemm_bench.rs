@@ -3,6 +3,7 @@
 //! where a kernel has one, the int8 tile on q4 weights (its results checked against the
 //! portable scalar tile's).
 use std::time::Instant;
+use webert::cpu::attention::{attention, AttentionScratch};
 use webert::cpu::gemm::{gemm, PackedB};
 use webert::cpu::kernels::{available, quant_reference};
 use webert::cpu::math::Epilogue;
@@ -138,6 +139,23 @@ fn main() {
              per forward (6 layers): {:.2} ms",
             kern.name,
             6.0 * (gelu_ms + heads as f64 * softmax_ms + 2.0 * norm_ms)
+        );
+    }
+    // Attention of one layer (12 heads of 32 at 128 tokens): packing, both GEMMs, softmax.
+    for kern in available() {
+        let (l, heads, d) = (128, 12, 32);
+        let qkv: Vec<f32> = (0..l * 3 * heads * d)
+            .map(|i| ((i * 31) % 97) as f32 * 0.04 - 2.0)
+            .collect();
+        let mut out = vec![0.0; l * heads * d];
+        let mut scratch = AttentionScratch::default();
+        let ms = time(4 * l * l * heads * d, || {
+            attention(kern, &qkv, &mut out, &[l], l, heads, d, &mut scratch)
+        }) * 1e3;
+        println!(
+            "{:>16} attention {l} tokens x {heads} heads of {d}: {ms:.3} ms per layer, {:.2} ms per forward (6 layers)",
+            kern.name,
+            6.0 * ms
         );
     }
 }

@@ -24,48 +24,60 @@ impl PackedB {
     /// Packs a row-major `[n, k]` matrix (PyTorch `Linear` weights, attention keys).
     pub fn from_nk(kern: &Kernel, n: usize, k: usize, src: &[f32], ld: usize) -> Self {
         let mut p = PackedB::default();
-        p.repack(kern, n, k, |j, kk| src[j * ld + kk]);
+        p.repack_nk(kern, n, k, src, ld);
         p
-    }
-
-    /// Re-fills this buffer from a row-major `[n, k]` source, reusing the allocation.
-    pub fn repack_nk(&mut self, kern: &Kernel, n: usize, k: usize, src: &[f32], ld: usize) {
-        self.repack(kern, n, k, |j, kk| src[j * ld + kk]);
     }
 
     /// Re-fills this buffer from a row-major `[k, n]` source (attention values): each panel
     /// row is a straight copy.
     pub fn repack_kn(&mut self, kern: &Kernel, n: usize, k: usize, src: &[f32], ld: usize) {
-        let nr = kern.nr;
-        (self.n, self.k, self.nr) = (n, k, nr);
-        self.data.clear();
-        self.data.resize(n.div_ceil(nr) * k * nr, 0.0);
+        self.reset(kern, n, k);
+        let nr = self.nr;
         for (p, panel) in self.data.chunks_exact_mut(k * nr).enumerate() {
-            let cols = nr.min(n - p * nr);
-            for (kk, dst) in panel.chunks_exact_mut(nr).enumerate() {
-                let at = kk * ld + p * nr;
-                dst[..cols].copy_from_slice(&src[at..at + cols]);
+            let (c0, cols) = (p * nr, nr.min(n - p * nr));
+            // Copies of a constant size compile to vector moves; others call `memory.copy` in
+            // wasm, a runtime call per panel row.
+            match (cols, nr) {
+                (8, 8) => copy_rows::<8>(panel, src, c0, ld),
+                (16, 16) => copy_rows::<16>(panel, src, c0, ld),
+                (32, 32) => copy_rows::<32>(panel, src, c0, ld),
+                _ => {
+                    for (kk, dst) in panel.chunks_exact_mut(nr).enumerate() {
+                        dst[..cols].copy_from_slice(&src[kk * ld + c0..kk * ld + c0 + cols]);
+                    }
+                }
             }
         }
     }
 
-    fn repack(&mut self, kern: &Kernel, n: usize, k: usize, at: impl Fn(usize, usize) -> f32) {
-        let nr = kern.nr;
-        let panels = n.div_ceil(nr);
-        self.n = n;
-        self.k = k;
-        self.nr = nr;
-        self.data.clear();
-        self.data.resize(panels * k * nr, 0.0);
-        for p in 0..panels {
-            let cols = nr.min(n - p * nr);
-            let panel = &mut self.data[p * k * nr..(p + 1) * k * nr];
-            for kk in 0..k {
-                for j in 0..cols {
-                    panel[kk * nr + j] = at(p * nr + j, kk);
+    /// Re-fills this buffer from a row-major `[n, k]` source (attention keys), reusing the
+    /// allocation.
+    pub fn repack_nk(&mut self, kern: &Kernel, n: usize, k: usize, src: &[f32], ld: usize) {
+        self.reset(kern, n, k);
+        let nr = self.nr;
+        for (p, panel) in self.data.chunks_exact_mut(k * nr).enumerate() {
+            let (c0, cols) = (p * nr, nr.min(n - p * nr));
+            match (cols, nr) {
+                (8, 8) => transpose_rows::<8>(panel, src, c0, ld, k),
+                (16, 16) => transpose_rows::<16>(panel, src, c0, ld, k),
+                (32, 32) => transpose_rows::<32>(panel, src, c0, ld, k),
+                _ => {
+                    for j in 0..cols {
+                        let row = &src[(c0 + j) * ld..(c0 + j) * ld + k];
+                        for (kk, &x) in row.iter().enumerate() {
+                            panel[kk * nr + j] = x;
+                        }
+                    }
                 }
             }
         }
+    }
+
+    fn reset(&mut self, kern: &Kernel, n: usize, k: usize) {
+        let nr = kern.nr;
+        (self.n, self.k, self.nr) = (n, k, nr);
+        self.data.clear();
+        self.data.resize(n.div_ceil(nr) * k * nr, 0.0);
     }
 
     pub fn bytes(&self) -> usize {
@@ -133,6 +145,26 @@ pub fn gemm(
             }
         }
         k0 += kc;
+    }
+}
+
+/// `panel[kk][j] = src[kk * ld + c0 + j]` for a full panel of `NR` columns.
+#[inline(always)]
+fn copy_rows<const NR: usize>(panel: &mut [f32], src: &[f32], c0: usize, ld: usize) {
+    for (kk, dst) in panel.chunks_exact_mut(NR).enumerate() {
+        let row: &[f32; NR] = src[kk * ld + c0..][..NR].try_into().expect("NR floats");
+        dst.copy_from_slice(row);
+    }
+}
+
+/// `panel[kk][j] = src[(c0 + j) * ld + kk]` for a full panel of `NR` rows of `k` values.
+#[inline(always)]
+fn transpose_rows<const NR: usize>(panel: &mut [f32], src: &[f32], c0: usize, ld: usize, k: usize) {
+    let rows: [&[f32]; NR] = std::array::from_fn(|j| &src[(c0 + j) * ld..(c0 + j) * ld + k]);
+    for (kk, dst) in panel.chunks_exact_mut(NR).enumerate().take(k) {
+        for (d, r) in dst.iter_mut().zip(&rows) {
+            *d = r[kk];
+        }
     }
 }
 

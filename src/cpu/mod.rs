@@ -1,6 +1,6 @@
 //! Executes the plan on the CPU with the best SIMD micro-kernel for this machine.
 
-mod attention;
+pub mod attention;
 pub mod gemm;
 pub mod kernels;
 pub mod math;

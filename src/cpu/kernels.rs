@@ -31,12 +31,15 @@ pub struct QTile {
     pub steps: usize,
     /// A codes (int8 or little-endian int16), `[block][step][mr][group]`.
     pub a: *const u8,
-    /// Per block: `mr` scales, then `mr` terms `scale · Σ codes`.
+    /// Per block: `mr` scales, then the `mr` sums of their codes (integers, exact in f32).
     pub a_scales: *const f32,
     /// Weight codes (< 128), `[block][step][nr][group]`.
     pub b: *const u8,
-    /// Per block: `nr` scales, then `nr` terms `zero point · scale`.
+    /// Per block: `nr` scales, then (unless `zero`) `nr` terms `zero point · scale`.
     pub b_scales: *const f32,
+    /// The zero point of every weight block when they are all this integer (symmetric
+    /// quantization): it is then subtracted from the sums, `Σ qa·qw − zero·Σ qa`.
+    pub zero: Option<i32>,
 }
 
 /// Writes `C[rows×cols] = A·Wᵀ` for one quantized tile.

@@ -2,14 +2,17 @@
 //! its 7-bit codes and A quantized per row and per weight block on the fly, to int8 or int16
 //! as the kernel's dot product takes it. A block's int32 dot products are scaled into f32:
 //! `C[i][j] = Σ_b sa[i][b]·sw[j][b]·Σ_k qa·qw − (sa[i][b]·Σ_k qa)·(zp[j][b]·sw[j][b])`,
-//! which is `Σ_k a·w` with `a ≈ sa·qa` and `w = (qw − zp)·sw` exact.
+//! which is `Σ_k a·w` with `a ≈ sa·qa` and `w = (qw − zp)·sw` exact. When every block has the
+//! same integer zero point (symmetric exports), it is subtracted from the sums instead:
+//! `C[i][j] = Σ_b sa·sw·(Σ_k qa·qw − zp·Σ_k qa)`, one multiply-add per block fewer, and the
+//! weights carry no zero-point terms.
 
 use super::kernels::{QKernel, QTile, StripBlock};
 use crate::model::BlockQuant;
 
 /// Weights packed for a [`QKernel`]: per panel of `nr` columns and per block, steps of
 /// `nr × group` codes (`group` consecutive k feed one 32-bit lane of the dot product), and
-/// beside them `nr` scales then `nr` zero-point terms.
+/// beside them `nr` scales then, unless the zero point is shared, `nr` zero-point terms.
 #[derive(Debug, Default, Clone)]
 pub struct PackedQ {
     pub n: usize,
@@ -19,6 +22,8 @@ pub struct PackedQ {
     block: usize,
     codes: Vec<u8>,
     scales: Vec<f32>,
+    /// Every block's zero point, when they are all this integer.
+    zero: Option<i32>,
 }
 
 impl PackedQ {
@@ -27,20 +32,27 @@ impl PackedQ {
     pub fn new(kern: &QKernel, n: usize, k: usize, q: &BlockQuant) -> Option<Self> {
         let (nr, block, group) = (kern.nr, q.block, kern.group);
         let blocks = q.blocks(k);
-        let max_code = q.codes.iter().copied().max().unwrap_or(0);
+        let max_code = q.codes.iter().copied().max().unwrap_or(0) as u64;
+        let zero = q.zero_points.first().copied().filter(|&z| {
+            (0.0..128.0).contains(&z) && z.fract() == 0.0 && q.zero_points.iter().all(|&y| y == z)
+        });
+        let a_sum = block as u64 * a_max(kern) as u64;
         let sane = block > 0
             && block.is_multiple_of(group)
             && q.codes.len() == n * k
             && q.scales.len() == n * blocks
             && q.zero_points.len() == n * blocks
             && max_code < 128
-            && (block as u64) * max_code as u64 * a_max(kern) as u64 <= i32::MAX as u64;
+            && a_sum * max_code <= i32::MAX as u64 // the int32 sums `Σ qa·qw`
+            && a_sum <= 1 << 24; // A's code sums travel as exact f32
         if !sane {
             return None;
         }
+        let zero = zero.map(|z| z as i32);
+        let per_block = if zero.is_some() { nr } else { 2 * nr };
         let panels = n.div_ceil(nr);
         let mut codes = vec![0u8; panels * blocks * block * nr];
-        let mut scales = vec![0f32; panels * blocks * 2 * nr];
+        let mut scales = vec![0f32; panels * blocks * per_block];
         for j in 0..n {
             let (p, jj) = (j / nr, j % nr);
             for b in 0..blocks {
@@ -50,10 +62,12 @@ impl PackedQ {
                     codes[chunk + (t / group) * group * nr + jj * group + t % group] =
                         q.codes[j * k + kk];
                 }
-                let s = (p * blocks + b) * 2 * nr;
+                let s = (p * blocks + b) * per_block;
                 let sw = q.scales[j * blocks + b];
                 scales[s + jj] = sw;
-                scales[s + nr + jj] = q.zero_points[j * blocks + b] * sw;
+                if zero.is_none() {
+                    scales[s + nr + jj] = q.zero_points[j * blocks + b] * sw;
+                }
             }
         }
         Some(PackedQ {
@@ -64,6 +78,7 @@ impl PackedQ {
             block,
             codes,
             scales,
+            zero,
         })
     }
 
@@ -114,7 +129,8 @@ pub fn qgemm(
     for p in 0..n.div_ceil(nr) {
         let cols = nr.min(n - p * nr);
         let codes = &w.codes[p * b_panel..(p + 1) * b_panel];
-        let scales = &w.scales[p * blocks * 2 * nr..(p + 1) * blocks * 2 * nr];
+        let panel_scales = w.scales.len() / n.div_ceil(nr);
+        let scales = &w.scales[p * panel_scales..(p + 1) * panel_scales];
         for s in 0..strips {
             let rows = mr.min(m - s * mr);
             let a_codes = &scratch.codes[s * a_strip..(s + 1) * a_strip];
@@ -130,6 +146,7 @@ pub fn qgemm(
                         a_scales: a_scales.as_ptr(),
                         b: codes.as_ptr(),
                         b_scales: scales.as_ptr(),
+                        zero: w.zero,
                     },
                     c.as_mut_ptr().add(s * mr * ldc + p * nr),
                     ldc,
@@ -152,7 +169,7 @@ fn a_max(kern: &QKernel) -> i32 {
 
 /// Quantizes each row's blocks (symmetric, scale = max|a| / a_max) into strips
 /// `[strip][block][step][mr][group]` of little-endian int8/int16 codes, with per strip and block
-/// `mr` scales then `mr` terms `scale · Σ codes` (zero-padded rows and k give zero codes).
+/// `mr` scales then the `mr` sums of their codes (zero-padded rows and k give zero codes).
 fn quantize_a(
     dst: &mut QScratch,
     kern: &QKernel,
@@ -210,7 +227,7 @@ fn quantize_a(
             for i in 0..rows {
                 let scale = amax[i] / top;
                 dst.scales[sc + i] = scale;
-                dst.scales[sc + mr + i] = scale * sums[i] as f32;
+                dst.scales[sc + mr + i] = sums[i] as f32;
             }
         }
     }
@@ -325,46 +342,59 @@ mod tests {
                 if !block.is_multiple_of(qk.group) {
                     continue;
                 }
-                let q = quant(n, k, block, 7 + n as u64);
-                let w = dequantize(&q, n, k);
-                let lda = k + 3;
-                let a: Vec<f32> = rand(m * lda, 3 + m as u64)
-                    .map(|r| (r % 2001) as f32 / 1000.0 - 1.0)
-                    .collect();
-                let packed = PackedQ::new(qk, n, k, &q).expect("packable");
-                let ldc = n + 2;
-                let mut c = vec![f32::NAN; m * ldc];
-                qgemm(
-                    qk,
-                    m,
-                    &a,
-                    lda,
-                    &packed,
-                    &mut c,
-                    ldc,
-                    &mut QScratch::default(),
-                );
-                for i in 0..m {
-                    for j in 0..n {
-                        let (exact, bound) = (0..k).fold((0f64, 0f64), |(s, e), kk| {
-                            let (x, y) = (a[i * lda + kk] as f64, w[j * k + kk] as f64);
-                            // per-element rounding bound: half a step of this block's scale
-                            let b0 = kk / block * block;
-                            let blk = &a[i * lda + b0..i * lda + k.min(b0 + block)];
-                            let amax = blk.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
-                            (s + x * y, e + amax / (2 * a_max(qk)) as f64 * y.abs())
-                        });
-                        let got = c[i * ldc + j] as f64;
-                        assert!(
+                for zeros in 0..3 {
+                    let mut q = quant(n, k, block, 7 + n as u64);
+                    // per-block zero points, one shared integer (subtracted in int32), and a
+                    // shared fraction (per-block arithmetic again)
+                    match zeros {
+                        0 => {}
+                        1 => q.zero_points.fill(8.0),
+                        _ => q.zero_points.fill(7.5),
+                    }
+                    let w = dequantize(&q, n, k);
+                    let lda = k + 3;
+                    let a: Vec<f32> = rand(m * lda, 3 + m as u64)
+                        .map(|r| (r % 2001) as f32 / 1000.0 - 1.0)
+                        .collect();
+                    let packed = PackedQ::new(qk, n, k, &q).expect("packable");
+                    let ldc = n + 2;
+                    let mut c = vec![f32::NAN; m * ldc];
+                    qgemm(
+                        qk,
+                        m,
+                        &a,
+                        lda,
+                        &packed,
+                        &mut c,
+                        ldc,
+                        &mut QScratch::default(),
+                    );
+                    for i in 0..m {
+                        for j in 0..n {
+                            let (exact, bound) = (0..k).fold((0f64, 0f64), |(s, e), kk| {
+                                let (x, y) = (a[i * lda + kk] as f64, w[j * k + kk] as f64);
+                                // per-element rounding bound: half a step of this block's scale
+                                let b0 = kk / block * block;
+                                let blk = &a[i * lda + b0..i * lda + k.min(b0 + block)];
+                                let amax = blk.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+                                (s + x * y, e + amax / (2 * a_max(qk)) as f64 * y.abs())
+                            });
+                            let got = c[i * ldc + j] as f64;
+                            assert!(
                             (got - exact).abs() <= bound * 1.01 + 1e-5,
-                            "{} m={m} n={n} k={k} block={block} ({i},{j}): {got} vs {exact} (bound {bound})",
+                            "{} m={m} n={n} k={k} block={block} zeros {zeros} ({i},{j}): {got} vs {exact} (bound {bound})",
                             qk.name
                         );
+                        }
+                        assert!(
+                            c[i * ldc + n..i * ldc + n + 2].iter().all(|x| x.is_nan()),
+                            "wrote past n"
+                        );
                     }
-                    assert!(
-                        c[i * ldc + n..i * ldc + n + 2].iter().all(|x| x.is_nan()),
-                        "wrote past n"
-                    );
+                    let z0 = q.zero_points[0];
+                    let shared = z0.fract() == 0.0 && q.zero_points.iter().all(|&z| z == z0);
+                    assert_eq!(packed.zero.is_some(), shared, "shared zero point found");
+                    assert!(shared || zeros != 1);
                 }
             }
         }

@@ -113,6 +113,25 @@ unsafe fn tile(
 /// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`), and `c` covers
 /// `rows × cols` with stride `ldc`.
 unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    match t.zero {
+        Some(_) => qtile_with::<true>(t, c, ldc, rows, cols),
+        None => qtile_with::<false>(t, c, ldc, rows, cols),
+    }
+}
+
+/// [`qtile`] with the zero point shared (`SHARED`, subtracted in the int32 sums) or per block.
+///
+/// # Safety
+/// As [`qtile`].
+#[inline(always)]
+unsafe fn qtile_with<const SHARED: bool>(
+    t: QTile,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+) {
+    use super::simd128::add_scaled_block;
     let (mut a, mut b) = (t.a, t.b);
     let mut acc = [[f32x4_splat(0.0); QNV]; QMR];
     for blk in 0..t.blocks {
@@ -129,7 +148,7 @@ unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
             b = b.add(4 * QNR);
         }
         let madd = |x, y, z| f32x4_relaxed_madd(x, y, z);
-        super::simd128::add_scaled_block(&mut acc, &dot, t.a_scales, t.b_scales, blk, madd);
+        add_scaled_block::<QMR, QNV, SHARED>(&mut acc, &dot, &t, blk, madd);
     }
     super::simd128::store_tile(&acc, c, ldc, rows, cols);
 }

@@ -87,13 +87,15 @@ unsafe fn qtile<const G: usize, const W: usize>(
     let a = std::slice::from_raw_parts(t.a, steps * G * MR * W);
     let b = std::slice::from_raw_parts(t.b, steps * G * NR);
     let sa = std::slice::from_raw_parts(t.a_scales, t.blocks * 2 * MR);
-    let sb = std::slice::from_raw_parts(t.b_scales, t.blocks * 2 * NR);
+    let per_block = if t.zero.is_some() { NR } else { 2 * NR };
+    let sb = std::slice::from_raw_parts(t.b_scales, t.blocks * per_block);
     let code = |at: usize| match W {
         1 => a[at] as i8 as i32,
         _ => i16::from_le_bytes([a[at], a[at + 1]]) as i32,
     };
     let mut acc = [0f32; MR * NR];
     for blk in 0..t.blocks {
+        let (sa, sb) = (&sa[blk * 2 * MR..], &sb[blk * per_block..]);
         let mut dot = [0i32; MR * NR];
         for step in blk * t.steps..(blk + 1) * t.steps {
             let (a0, b0) = (step * G * MR, step * G * NR);
@@ -105,11 +107,15 @@ unsafe fn qtile<const G: usize, const W: usize>(
                 }
             }
         }
-        let (sa, sb) = (&sa[blk * 2 * MR..], &sb[blk * 2 * NR..]);
         for i in 0..MR {
             for j in 0..NR {
-                acc[i * NR + j] +=
-                    dot[i * NR + j] as f32 * (sa[i] * sb[j]) - sa[MR + i] * sb[NR + j];
+                acc[i * NR + j] += match t.zero {
+                    // the shared zero point subtracted from the sums (exact below 2^24)
+                    Some(z) => (dot[i * NR + j] as f32 - z as f32 * sa[MR + i]) * (sa[i] * sb[j]),
+                    None => {
+                        dot[i * NR + j] as f32 * (sa[i] * sb[j]) - sa[i] * sa[MR + i] * sb[NR + j]
+                    }
+                };
             }
         }
     }

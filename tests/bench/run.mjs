@@ -51,7 +51,8 @@ async function main() {
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     ignoreDefaultArgs: ['--headless'],
     args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage', '--enable-unsafe-webgpu'],
+      '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage', '--enable-unsafe-webgpu',
+      ...(process.env.CHROMIUM_FLAGS ?? '').split(' ').filter(Boolean)],
     viewport: { width: 1100, height: 900 },
   });
   const results = [];
@@ -102,7 +103,7 @@ function print(results) {
     `hardwareConcurrency=${first.hardwareConcurrency}; median of ${first.runs} runs after ${first.warmup} warm-up; ` +
     'webert and transformers.js calls alternate; wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread' +
     (first.worker ? ' (webert computes in its Web Worker)' : ' (webert in that thread too: --no-worker)'));
-  const head = ['model', 'device', 'tokens', 'threads', 'webert ms', 'transformers.js ms', 'ratio tjs/webert', 'min webert', 'min tjs', 'agree'];
+  const head = ['model', 'device', 'tokens', 'threads', 'webert ms', 'transformers.js ms', 'ratio tjs/webert', 'min webert', 'min tjs', 'webert engine ms', 'agree'];
   const rows = [];
   for (const r of results) for (const row of r.rows) {
     rows.push([row.model, row.device, String(row.tokens),
@@ -110,7 +111,7 @@ function print(results) {
       row.webert_ms == null ? 'n/a' : row.webert_ms.toFixed(1), row.tjs_ms.toFixed(1),
       row.ratio == null ? 'n/a' : `${row.ratio.toFixed(2)}x`,
       row.webert_runs ? Math.min(...row.webert_runs).toFixed(1) : 'n/a', Math.min(...row.tjs_runs).toFixed(1),
-      row.agree ? 'yes' : 'NO']);
+      row.webert_engine_ms == null ? 'n/a' : row.webert_engine_ms.toFixed(1), row.agree ? 'yes' : 'NO']);
   }
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join(' | ');
@@ -121,5 +122,6 @@ function print(results) {
   console.log('\nagreement:');
   for (const r of results) for (const row of r.rows) console.log(`  ${row.model} ${row.tokens} tok, ${row.device} ${row.threads}T: ${row.detail}`);
   console.log('\nwebert has no WebAssembly threads: its run in a 2-thread page is still one thread (measured again there, not copied).' +
-    '\nratio (of medians) > 1: webert is that many times faster. min: fastest single run (less sensitive to other load).');
+    '\nratio (of medians) > 1: webert is that many times faster. min: fastest single run (less sensitive to other load).' +
+    '\nwebert engine ms: median time inside the engine (tokenize, forward, post-process; in its Worker by default).');
 }

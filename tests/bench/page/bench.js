@@ -70,6 +70,7 @@ async function timePair(fa, fb) {
       const t0 = performance.now();
       r.last = await f();
       r.ms.push(performance.now() - t0);
+      if (typeof r.last?.ms === 'number') (r.engine ??= []).push(r.last.ms);
     }
   }
   for (const r of [a, b]) { r.median = median(r.ms); r.min = Math.min(...r.ms); }
@@ -126,7 +127,7 @@ async function main() {
       cmp.detail += ` (webert on ${wr.last.backend}${w.info.int_kernel ? `, ${w.info.int_kernel}` : ""})`;
       const row = {
         model: m.label, key, tokens, threads, device,
-        webert_ms: wr?.median ?? null, webert_engine_ms: wr?.last.ms ?? null, tjs_ms: tr.median,
+        webert_ms: wr?.median ?? null, webert_engine_ms: wr?.engine ? median(wr.engine) : null, tjs_ms: tr.median,
         ratio: wr ? tr.median / wr.median : null, agree: cmp.agree, detail: cmp.detail,
         webert_runs: wr?.ms, tjs_runs: tr.ms,
       };

@@ -21,20 +21,31 @@ if (process.env.WEBERT_WASI_CHILD) {
   const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
   process.exit(wasi.start(instance));
 } else {
-  // The child gets this process's node flags (e.g. --experimental-wasm-relaxed-simd).
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), wasmPath, ...args], {
-    env: { ...process.env, WEBERT_WASI_CHILD: "1" },
-    stdio: ["inherit", "pipe", "inherit"],
-  });
-  let out = "";
-  child.stdout.on("data", (d) => { out += d; process.stdout.write(d); });
-  child.on("close", (code, signal) => {
-    const results = out.match(/^test result: \w+\./gm) ?? [];
-    const allOk = results.length > 0 && results.every((r) => r === "test result: ok.");
-    if (signal && allOk) {
-      console.error(`(node exited with ${signal} after the tests passed: known Node 20 WASI exit crash)`);
-      process.exit(0);
-    }
-    process.exit(code ?? 1);
-  });
+  // Less often (about 1 run in 10 on this machine, before and after 2026-11-30's changes) the
+  // same V8 crash hits in the middle of a test, which then never reports. A crash by a signal is
+  // V8's (a fault in the wasm code would be a trap, reported as a failed test), so such a run is
+  // repeated, up to three runs; failing tests and traps still fail at once.
+  const run = (attempt) => {
+    // The child gets this process's node flags (e.g. --experimental-wasm-relaxed-simd).
+    const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), wasmPath, ...args], {
+      env: { ...process.env, WEBERT_WASI_CHILD: "1" },
+      stdio: ["inherit", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => { out += d; process.stdout.write(d); });
+    child.on("close", (code, signal) => {
+      const results = out.match(/^test result: \w+\./gm) ?? [];
+      const allOk = results.length > 0 && results.every((r) => r === "test result: ok.");
+      if (signal && allOk) {
+        console.error(`(node exited with ${signal} after the tests passed: known Node 20 WASI exit crash)`);
+        process.exit(0);
+      }
+      if (signal && results.length === 0 && attempt < 3) {
+        console.error(`(node crashed with ${signal} before the tests reported: known Node 20 crash; run ${attempt + 1} of 3)`);
+        return run(attempt + 1);
+      }
+      process.exit(code ?? 1);
+    });
+  };
+  run(1);
 }

@@ -91,11 +91,15 @@ impl PackedQ {
     }
 }
 
-/// A quantized per call: `mr`-row strips laid out like the weight panels.
+/// A quantized per call: `mr`-row strips laid out like the weight panels (and the per-row
+/// working values of one strip block).
 #[derive(Debug, Default)]
 pub struct QScratch {
     codes: Vec<u8>,
     scales: Vec<f32>,
+    amax: Vec<f32>,
+    inv: Vec<f32>,
+    sums: Vec<i32>,
 }
 
 /// `C = A · Wᵀ` for row-major `a` (stride `lda`) into row-major `c` (stride `ldc`).
@@ -126,10 +130,10 @@ pub fn qgemm(
     quantize_a(scratch, kern, a, lda, m, k, block);
     let strips = m.div_ceil(mr);
     let (a_strip, b_panel) = (blocks * block * mr * kern.a_bytes, blocks * block * nr);
+    let panel_scales = w.scales.len() / n.div_ceil(nr);
     for p in 0..n.div_ceil(nr) {
         let cols = nr.min(n - p * nr);
         let codes = &w.codes[p * b_panel..(p + 1) * b_panel];
-        let panel_scales = w.scales.len() / n.div_ceil(nr);
         let scales = &w.scales[p * panel_scales..(p + 1) * panel_scales];
         for s in 0..strips {
             let rows = mr.min(m - s * mr);
@@ -182,11 +186,20 @@ fn quantize_a(
     let (mr, width) = (kern.mr, kern.a_bytes);
     let (strips, blocks) = (m.div_ceil(mr), k.div_ceil(block));
     let top = a_max(kern) as f32;
-    dst.codes.clear();
-    dst.codes.resize(strips * blocks * block * mr * width, 0);
-    dst.scales.clear();
-    dst.scales.resize(strips * blocks * 2 * mr, 0.0);
-    let (mut amax, mut inv, mut sums) = (vec![0f32; mr], vec![0f32; mr], vec![0i32; mr]);
+    let QScratch {
+        codes,
+        scales,
+        amax,
+        inv,
+        sums,
+    } = dst;
+    codes.clear();
+    codes.resize(strips * blocks * block * mr * width, 0);
+    scales.clear();
+    scales.resize(strips * blocks * 2 * mr, 0.0);
+    amax.resize(mr, 0.0);
+    inv.resize(mr, 0.0);
+    sums.resize(mr, 0);
     for s in 0..strips {
         let rows = mr.min(m - s * mr);
         for b in 0..blocks {
@@ -197,7 +210,7 @@ fn quantize_a(
                 inv[i] = if amax[i] > 0.0 { top / amax[i] } else { 0.0 };
             }
             let at = (s * blocks + b) * block * mr * width;
-            let chunk = &mut dst.codes[at..at + block * mr * width];
+            let chunk = &mut codes[at..at + block * mr * width];
             sums.fill(0);
             if rows == mr && len == block {
                 let first = s * mr * lda + k0;
@@ -226,8 +239,8 @@ fn quantize_a(
             let sc = (s * blocks + b) * 2 * mr;
             for i in 0..rows {
                 let scale = amax[i] / top;
-                dst.scales[sc + i] = scale;
-                dst.scales[sc + mr + i] = sums[i] as f32;
+                scales[sc + i] = scale;
+                scales[sc + mr + i] = sums[i] as f32;
             }
         }
     }

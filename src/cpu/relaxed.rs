@@ -113,42 +113,12 @@ unsafe fn tile(
 /// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`), and `c` covers
 /// `rows × cols` with stride `ldc`.
 unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
-    match t.zero {
-        Some(_) => qtile_with::<true>(t, c, ldc, rows, cols),
-        None => qtile_with::<false>(t, c, ldc, rows, cols),
-    }
-}
-
-/// [`qtile`] with the zero point shared (`SHARED`, subtracted in the int32 sums) or per block.
-///
-/// # Safety
-/// As [`qtile`].
-#[inline(always)]
-unsafe fn qtile_with<const SHARED: bool>(
-    t: QTile,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
-) {
-    use super::simd128::add_scaled_block;
-    let (mut a, mut b) = (t.a, t.b);
-    let mut acc = [[f32x4_splat(0.0); QNV]; QMR];
-    for blk in 0..t.blocks {
-        let mut dot = [[i32x4_splat(0); QNV]; QMR];
-        for _ in 0..t.steps {
-            let w: [v128; QNV] = std::array::from_fn(|j| v128_load(b.add(16 * j) as *const v128));
-            for (i, d) in dot.iter_mut().enumerate() {
-                let x = v128_load32_splat(a.add(4 * i) as *const u32);
-                for (dj, &wj) in d.iter_mut().zip(&w) {
-                    *dj = i32x4_relaxed_dot_i8x16_i7x16_add(x, wj, *dj);
-                }
-            }
-            a = a.add(4 * QMR);
-            b = b.add(4 * QNR);
-        }
-        let madd = |x, y, z| f32x4_relaxed_madd(x, y, z);
-        add_scaled_block::<QMR, QNV, SHARED>(&mut acc, &dot, &t, blk, madd);
-    }
-    super::simd128::store_tile(&acc, c, ldc, rows, cols);
+    super::simd128::qtile_with::<QMR, QNV>(
+        t,
+        (c, ldc, rows, cols),
+        4 * QNR,
+        |b, j| v128_load(b.add(16 * j) as *const v128),
+        |x, w, d| i32x4_relaxed_dot_i8x16_i7x16_add(x, w, d),
+        |x, y, z| f32x4_relaxed_madd(x, y, z),
+    )
 }

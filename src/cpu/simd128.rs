@@ -91,15 +91,15 @@ macro_rules! f32x4_lanes {
             }
             #[inline(always)]
             fn sum_lanes(self) -> f32 {
-                let v = self.0;
-                let pair = f32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
-                f32x4_extract_lane::<0>(f32x4_add(pair, i32x4_shuffle::<1, 0, 3, 2>(pair, pair)))
+                f32x4_extract_lane::<0>($crate::cpu::simd128::reduce(self.0, |a, b| {
+                    f32x4_add(a, b)
+                }))
             }
             #[inline(always)]
             fn max_lanes(self) -> f32 {
-                let v = self.0;
-                let pair = f32x4_pmax(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
-                f32x4_extract_lane::<0>(f32x4_pmax(pair, i32x4_shuffle::<1, 0, 3, 2>(pair, pair)))
+                f32x4_extract_lane::<0>($crate::cpu::simd128::reduce(self.0, |a, b| {
+                    f32x4_pmax(a, b)
+                }))
             }
         }
     };
@@ -184,43 +184,68 @@ pub(super) unsafe fn tile_with<const MR: usize, const NV: usize>(
 /// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`), and `c` covers
 /// `rows × cols` with stride `ldc`.
 unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
-    match t.zero {
-        Some(_) => qtile_with::<true>(t, c, ldc, rows, cols),
-        None => qtile_with::<false>(t, c, ldc, rows, cols),
-    }
+    qtile_with::<MR, NV>(
+        t,
+        (c, ldc, rows, cols),
+        8 * NV,
+        |b, j| u16x8_load_extend_u8x8(b.add(8 * j)),
+        |x, w, d| i32x4_add(d, i32x4_dot_i16x8(x, w)),
+        |x, y, z| f32x4_add(z, f32x4_mul(x, y)),
+    )
 }
 
-/// [`qtile`] with the zero point shared (`SHARED`, subtracted in the int32 sums) or per block.
+/// One quantized `R` × `4·V` tile, the body the int16 and int8 tiles share: per block, `steps`
+/// steps of `dot(x, w, acc)` (a row's 4 A bytes splat against `load_w(b, j)`, the weights of
+/// column vector `j`; `b` advances `b_step` bytes a step), then the block's scaling. `out` is
+/// C's `(pointer, ldc, rows, cols)`.
 ///
 /// # Safety
-/// As [`qtile`].
+/// As [`qtile`], with `load_w` reading inside a step's `b_step` bytes.
 #[inline(always)]
-unsafe fn qtile_with<const SHARED: bool>(
+pub(super) unsafe fn qtile_with<const R: usize, const V: usize>(
     t: QTile,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
+    out: (*mut f32, usize, usize, usize),
+    b_step: usize,
+    load_w: impl Fn(*const u8, usize) -> v128 + Copy,
+    dot: impl Fn(v128, v128, v128) -> v128 + Copy,
+    madd: impl Fn(v128, v128, v128) -> v128 + Copy,
 ) {
+    let (c, ldc, rows, cols) = out;
+    let acc = match t.zero {
+        Some(_) => qtile_sums::<R, V, true>(&t, b_step, load_w, dot, madd),
+        None => qtile_sums::<R, V, false>(&t, b_step, load_w, dot, madd),
+    };
+    store_tile(&acc, c, ldc, rows, cols);
+}
+
+/// The f32 accumulators of [`qtile_with`], with the zero point shared (`SHARED`, subtracted
+/// from the block sums) or per block.
+#[inline(always)]
+unsafe fn qtile_sums<const R: usize, const V: usize, const SHARED: bool>(
+    t: &QTile,
+    b_step: usize,
+    load_w: impl Fn(*const u8, usize) -> v128,
+    dot: impl Fn(v128, v128, v128) -> v128,
+    madd: impl Fn(v128, v128, v128) -> v128,
+) -> [[v128; V]; R] {
     let (mut a, mut b) = (t.a, t.b);
-    let mut acc = [[f32x4_splat(0.0); NV]; MR];
+    let mut acc = [[f32x4_splat(0.0); V]; R];
     for blk in 0..t.blocks {
-        let mut dot = [[i32x4_splat(0); NV]; MR];
+        let mut sums = [[i32x4_splat(0); V]; R];
         for _ in 0..t.steps {
-            let w: [v128; NV] = std::array::from_fn(|j| u16x8_load_extend_u8x8(b.add(8 * j)));
-            for (i, d) in dot.iter_mut().enumerate() {
+            let w: [v128; V] = std::array::from_fn(|j| load_w(b, j));
+            for (i, d) in sums.iter_mut().enumerate() {
                 let x = v128_load32_splat(a.add(4 * i) as *const u32);
                 for (dj, &wj) in d.iter_mut().zip(&w) {
-                    *dj = i32x4_add(*dj, i32x4_dot_i16x8(x, wj));
+                    *dj = dot(x, wj, *dj);
                 }
             }
-            a = a.add(4 * MR);
-            b = b.add(8 * NV);
+            a = a.add(4 * R);
+            b = b.add(b_step);
         }
-        let madd = |x, y, z| f32x4_add(z, f32x4_mul(x, y));
-        add_scaled_block::<MR, NV, SHARED>(&mut acc, &dot, &t, blk, madd);
+        add_scaled_block::<R, V, SHARED>(&mut acc, &sums, t, blk, &madd);
     }
-    store_tile(&acc, c, ldc, rows, cols);
+    acc
 }
 
 /// Adds one weight block's int32 sums, scaled, to a quantized tile's f32 accumulators:
@@ -232,7 +257,7 @@ unsafe fn qtile_with<const SHARED: bool>(
 /// `t.a_scales` and `t.b_scales` hold the per-block scales of the tile's strip and panel (see
 /// `qgemm.rs`).
 #[inline(always)]
-pub(super) unsafe fn add_scaled_block<const R: usize, const V: usize, const SHARED: bool>(
+unsafe fn add_scaled_block<const R: usize, const V: usize, const SHARED: bool>(
     acc: &mut [[v128; V]; R],
     dot: &[[v128; V]; R],
     t: &QTile,
@@ -242,18 +267,18 @@ pub(super) unsafe fn add_scaled_block<const R: usize, const V: usize, const SHAR
     let per_block = if SHARED { 4 * V } else { 8 * V };
     let (sa, sb) = (t.a_scales.add(blk * 2 * R), t.b_scales.add(blk * per_block));
     for (i, (row, d)) in acc.iter_mut().zip(dot).enumerate() {
-        let s = f32x4_splat(*sa.add(i));
-        let z = f32x4_splat(-(*sa.add(i) * *sa.add(R + i)));
-        let zero_sums = f32x4_splat(t.zero.unwrap_or(0) as f32 * *sa.add(R + i));
+        let (scale, code_sum) = (*sa.add(i), *sa.add(R + i));
+        let s = f32x4_splat(scale);
         for (j, (r, &dj)) in row.iter_mut().zip(d).enumerate() {
             let sw = v128_load(sb.add(4 * j) as *const v128);
             let dj = f32x4_convert_i32x4(dj);
-            let dj = if SHARED { f32x4_sub(dj, zero_sums) } else { dj };
-            let scaled = madd(dj, f32x4_mul(s, sw), *r);
             *r = if SHARED {
-                scaled
+                let zero_sum = f32x4_splat(t.zero.unwrap_or(0) as f32 * code_sum);
+                madd(f32x4_sub(dj, zero_sum), f32x4_mul(s, sw), *r)
             } else {
-                madd(z, v128_load(sb.add(4 * V + 4 * j) as *const v128), scaled)
+                let zw = v128_load(sb.add(4 * V + 4 * j) as *const v128);
+                let scaled = madd(dj, f32x4_mul(s, sw), *r);
+                madd(f32x4_splat(-(scale * code_sum)), zw, scaled)
             };
         }
     }
@@ -344,10 +369,15 @@ unsafe fn quantize_int16(kern: &QKernel, s: StripBlock) {
 #[inline(always)]
 unsafe fn add_lanes<const R: usize>(acc: &[v128; R], sums: *mut i32) {
     for (i, &v) in acc.iter().enumerate() {
-        let pair = i32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
-        let one = i32x4_add(pair, i32x4_shuffle::<1, 0, 3, 2>(pair, pair));
-        *sums.add(i) += i32x4_extract_lane::<0>(one);
+        *sums.add(i) += i32x4_extract_lane::<0>(reduce(v, |a, b| i32x4_add(a, b)));
     }
+}
+
+/// `op` over the four 32-bit lanes of `v`, in lane 0.
+#[inline(always)]
+pub(super) fn reduce(v: v128, op: impl Fn(v128, v128) -> v128) -> v128 {
+    let pair = op(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+    op(pair, i32x4_shuffle::<1, 0, 3, 2>(pair, pair))
 }
 
 /// Writes the valid `rows × cols` corner of an `R` × `4·V` tile of f32 accumulators to C.

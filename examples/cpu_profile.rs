@@ -1,6 +1,7 @@
 //! Where a CPU forward pass spends its time, per kind of op: a random MiniLM-L6-shaped model
 //! (f32, or with q4 weights like the PII export: `--q4`) on 128 tokens. Needs no files, so it
 //! also runs for wasm32-wasip1 in Chromium (`node tests/bench/wasi-chromium.mjs <wasm> --q4`).
+//! `--threads N`: native only, N threads.
 //! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers).
 use std::time::Instant;
 use webert::cpu::{Batch, CpuExecutor, Quantized};
@@ -47,6 +48,9 @@ fn main() {
     let q4 = std::env::args().any(|a| a == "--q4");
     let f32_only = std::env::args().any(|a| a == "--f32");
     let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--threads") {
+        webert::cpu::pool::set_threads(args[i + 1].parse().expect("--threads N"));
+    }
     let dir = args
         .iter()
         .position(|a| a == "--model")

@@ -148,9 +148,9 @@ fn main() {
             .map(|i| ((i * 31) % 97) as f32 * 0.04 - 2.0)
             .collect();
         let mut out = vec![0.0; l * heads * d];
-        let mut scratch = AttentionScratch::default();
+        let scratch = AttentionScratch::default();
         let ms = time(4 * l * l * heads * d, || {
-            attention(kern, &qkv, &mut out, &[l], l, heads, d, &mut scratch)
+            attention(kern, &qkv, &mut out, &[l], l, heads, d, &scratch)
         }) * 1e3;
         println!(
             "{:>16} attention {l} tokens x {heads} heads of {d}: {ms:.3} ms per layer, {:.2} ms per forward (6 layers)",

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds the npm package into www/pkg (also what the demo page imports): the wasm32 library twice,
-# simd128 (webert_wasm_bg.wasm) and simd128 + relaxed-simd with FMA (webert_wasm_relaxed_bg.wasm;
-# WebAssembly has no run-time feature detection, so www/pkg-src/simd.js picks one at load),
-# wasm-bindgen's --target web glue (the same glue serves Node and both binaries), wasm-opt when
+# Builds the npm package into www/pkg (also what the demo page imports): the wasm32 library three
+# times, simd128 (webert_wasm_bg.wasm) and simd128 + relaxed-simd with FMA (webert_wasm_relaxed_bg
+# .wasm; WebAssembly has no run-time feature detection, so www/pkg-src/simd.js picks one at load),
+# with wasm-bindgen's --target web glue (the same glue serves Node and both binaries); and the
+# threads build (relaxed-simd + atomics on shared memory, std rebuilt for it: webert_wasm_threads
+# with its own glue; www/pkg-src/core.js starts it where pages are cross-origin isolated); wasm-opt when
 # binaryen's npm build is installed (Debian's binaryen 108 produces modules that crash Chromium),
 # and the JS wrapper, worker and types from www/pkg-src. Prints the .wasm sizes raw and gzipped.
 set -euo pipefail
@@ -18,14 +20,30 @@ rm -rf "$out"
 opt=tests/browser/node_modules/.bin/wasm-opt
 [ -x "$opt" ] || echo "(wasm-opt skipped: npm install in tests/browser for binaryen)"
 # name, target features, cargo target dir (one per feature set, so neither rebuild evicts the other)
-for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxed-simd target/relaxed"; do
+# Shared memory up to 4 GiB, imported so that helper workers can share it; the TLS exports are
+# what wasm-bindgen's thread start-up needs.
+threads_flags="-C link-arg=--shared-memory -C link-arg=--max-memory=4294967296 -C link-arg=--import-memory"
+for sym in __wasm_init_tls __tls_size __tls_align __tls_base; do threads_flags+=" -C link-arg=--export=$sym"; done
+for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxed-simd target/relaxed" \
+  "webert_wasm_threads +simd128,+relaxed-simd,+atomics,+bulk-memory,+mutable-globals target/threads"; do
   read -r name features dir <<<"$build"
-  RUSTFLAGS="-C target-feature=$features" cargo build --lib --release --target wasm32-unknown-unknown --target-dir "$dir"
+  glue=webert_wasm
+  if [[ $features == *atomics* ]]; then
+    # The atomics build needs std compiled for it: a nightly-only cargo flag, allowed on stable
+    # by RUSTC_BOOTSTRAP (needs the rust-src component, see scripts/setup.sh).
+    glue=$name
+    RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C target-feature=$features $threads_flags" cargo build --lib --release \
+      --target wasm32-unknown-unknown --target-dir "$dir" -Z build-std=std,panic_abort 2> >(grep -v "unstable feature specified\|not stably supported\|its behavior can change\|^ *|$\|^ *= note" >&2)
+  else
+    RUSTFLAGS="-C target-feature=$features" cargo build --lib --release --target wasm32-unknown-unknown --target-dir "$dir"
+  fi
   tmp=$(mktemp -d)
-  wasm-bindgen --target web --out-dir "$tmp" --out-name webert_wasm --experimental-reset-state-function \
+  wasm-bindgen --target web --out-dir "$tmp" --out-name "$glue" --experimental-reset-state-function \
     "$dir/wasm32-unknown-unknown/release/webert.wasm"
   mkdir -p "$out"
-  if [ -f "$out/webert_wasm.js" ]; then
+  if [ "$glue" != webert_wasm ]; then
+    cp "$tmp/$glue.js" "$out/"
+  elif [ -f "$out/webert_wasm.js" ]; then
     # Only the comments naming closure shim indices may differ between the two builds.
     code() { grep -v '^ *// Cast intrinsic for' "$1"; }
     cmp -s <(code "$tmp/webert_wasm.js") <(code "$out/webert_wasm.js") ||
@@ -36,12 +54,14 @@ for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxe
   wasm="$out/${name}_bg.wasm"
   relaxed=--disable-relaxed-simd
   [[ $features == *relaxed-simd* ]] && relaxed=--enable-relaxed-simd
+  threads=--disable-threads
+  [[ $features == *atomics* ]] && threads=--enable-threads
   if [ -x "$opt" ]; then
-    "$opt" -O3 --enable-simd "$relaxed" --enable-bulk-memory --enable-sign-ext \
+    "$opt" -O3 --enable-simd "$relaxed" "$threads" --enable-bulk-memory --enable-sign-ext \
       --enable-nontrapping-float-to-int --enable-mutable-globals --enable-reference-types \
-      --enable-multivalue "$tmp/webert_wasm_bg.wasm" -o "$wasm"
+      --enable-multivalue "$tmp/${glue}_bg.wasm" -o "$wasm"
   else
-    cp "$tmp/webert_wasm_bg.wasm" "$wasm"
+    cp "$tmp/${glue}_bg.wasm" "$wasm"
   fi
   rm -rf "$tmp"
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A small static file server for the demo and the browser tests, on 127.0.0.1 only: the demo
 // (www/) at /, the models at /models/, correct MIME types (application/wasm), and cross-origin
-// isolation headers (for WebAssembly threads later).
+// isolation headers (so that webert can start its WebAssembly threads build).
 //   node scripts/serve.mjs [--port 8080] [--root www] [--models models]
 import { createServer } from 'node:http';
 import { createReadStream } from 'node:fs';

@@ -16,6 +16,8 @@ fi
 for t in wasm32-unknown-unknown wasm32-wasip1; do
   rustup target list --installed | grep -q "^$t\$" || rustup target add "$t"
 done
+# The WebAssembly threads build recompiles std with atomics (scripts/build_web.sh).
+rustup component list --installed | grep -q '^rust-src' || rustup component add rust-src
 # The wasm-bindgen CLI must be the version of the wasm-bindgen crate in Cargo.lock.
 want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')
 if [ "$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2)" != "$want" ]; then

@@ -414,6 +414,22 @@ impl Engine {
         }
     }
 
+    /// Milliseconds per kind of op of one CPU forward over `windows` (encoder and head).
+    pub fn cpu_profile(&self, windows: &[Encoding]) -> Result<Vec<(String, f64)>> {
+        let batch = self.pad(windows, &[]);
+        let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+        crate::cpu::pool::take_stats();
+        let mut kinds = cpu.profile(&batch, now_ms)?;
+        if crate::cpu::pool::threads() > 1 {
+            let [mine, theirs, spins, loops] = crate::cpu::pool::take_stats();
+            kinds.push(("pool: tasks run by the caller".into(), mine as f64));
+            kinds.push(("pool: tasks run by helpers".into(), theirs as f64));
+            kinds.push(("pool: parallel loops".into(), loops as f64));
+            kinds.push(("pool: caller's spins waiting".into(), spins as f64));
+        }
+        Ok(kinds)
+    }
+
     /// Wall-clock milliseconds (best of `runs`) of the task head alone on the CPU, over the
     /// hidden state of `windows`: what a GPU encoder plus a CPU head would spend on the head.
     #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]

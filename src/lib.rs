@@ -1,4 +1,8 @@
 //! webert: BERT-family encoders from one plan, executed on CPU SIMD kernels or WebGPU.
+#![cfg_attr(
+    all(target_arch = "wasm32", target_feature = "atomics"),
+    feature(stdarch_wasm_atomic_wait)
+)]
 
 pub mod cpu;
 pub mod engine;

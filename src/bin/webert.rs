@@ -33,6 +33,9 @@ mod cli {
     struct Cli {
         #[command(subcommand)]
         cmd: Cmd,
+        /// CPU threads (default: every core the process may use, at most 16)
+        #[arg(long, global = true)]
+        threads: Option<usize>,
     }
 
     #[derive(Args)]
@@ -210,7 +213,14 @@ mod cli {
     }
 
     pub async fn run() -> Result<()> {
-        match Cli::parse().cmd {
+        let cli = Cli::parse();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match cli.threads {
+            Some(0) => return Err(Error::Input("--threads must be at least 1".into())),
+            Some(n) => webert::cpu::pool::set_threads(n),
+            None => webert::cpu::pool::set_threads(cores),
+        }
+        match cli.cmd {
             Cmd::Embed {
                 c,
                 pooling,

@@ -3,11 +3,22 @@
 //! copies of the activations); scores exist only for one (sequence, head) at a time, and only
 //! for the real (unpadded) keys, so padding is masked by never being read.
 
-use super::gemm::{gemm, PackedB};
+use super::gemm::{gemm, gemm_shared, PackedB};
 use super::kernels::Kernel;
+use super::pool::{self, SharedMut, MAX_WORKERS};
+use std::sync::Mutex;
+
+/// Per-worker scratch: (sequence, head) pairs run in parallel, one per task.
+pub struct AttentionScratch(Vec<Mutex<HeadScratch>>);
+
+impl Default for AttentionScratch {
+    fn default() -> Self {
+        AttentionScratch((0..MAX_WORKERS).map(|_| Mutex::default()).collect())
+    }
+}
 
 #[derive(Default)]
-pub struct AttentionScratch {
+struct HeadScratch {
     keys: PackedB,
     values: PackedB,
     scores: Vec<f32>,
@@ -25,54 +36,68 @@ pub fn attention(
     seq_len: usize,
     heads: usize,
     head_dim: usize,
-    s: &mut AttentionScratch,
+    scratch: &AttentionScratch,
 ) {
     let h = heads * head_dim;
     let ld = 3 * h;
     let scale = 1.0 / (head_dim as f32).sqrt();
-    for (seq, &len) in lens.iter().enumerate() {
+    assert!(qkv.len() >= lens.len() * seq_len * ld && out.len() >= lens.len() * seq_len * h);
+    let out = SharedMut(out.as_mut_ptr());
+    pool::run(lens.len() * heads, &|task, worker| {
+        let (seq, head) = (task / heads, task % heads);
+        let len = lens[seq];
         let rows = &qkv[seq * seq_len * ld..(seq + 1) * seq_len * ld];
-        let out_rows = &mut out[seq * seq_len * h..(seq + 1) * seq_len * h];
+        // This task's output: columns q..q + head_dim of the sequence's rows.
+        let q = head * head_dim;
+        let out_at = |r: usize| {
+            // SAFETY: row r < seq_len of this sequence is inside `out` by the assert; the
+            // columns belong to this (sequence, head) alone.
+            unsafe {
+                std::slice::from_raw_parts_mut(out.get().add((seq * seq_len + r) * h + q), head_dim)
+            }
+        };
         if len == 0 {
-            out_rows.fill(0.0);
-            continue;
+            (0..seq_len).for_each(|r| out_at(r).fill(0.0));
+            return;
         }
-        for head in 0..heads {
-            let q = head * head_dim;
-            let (k, v) = (h + q, 2 * h + q);
-            s.keys.repack_nk(kern, len, head_dim, &rows[k..], ld);
-            s.values.repack_kn(kern, head_dim, len, &rows[v..], ld);
-            s.scores.resize(seq_len * len, 0.0);
-            s.inv_sums.resize(seq_len, 0.0);
-            gemm(
-                kern,
-                seq_len,
-                &rows[q..],
-                ld,
-                &s.keys,
-                &mut s.scores,
-                len,
-                false,
-                &mut s.a_pack,
-            );
-            // SAFETY: `ops` belongs to `kern`, which was checked to run on this CPU.
-            unsafe { (kern.ops.softmax)(&mut s.scores, len, scale, &mut s.inv_sums) };
-            gemm(
+        let mut guard = scratch.0[worker].lock().unwrap_or_else(|e| e.into_inner());
+        let s = &mut *guard;
+        let (k, v) = (h + q, 2 * h + q);
+        s.keys.repack_nk(kern, len, head_dim, &rows[k..], ld);
+        s.values.repack_kn(kern, head_dim, len, &rows[v..], ld);
+        s.scores.resize(seq_len * len, 0.0);
+        s.inv_sums.resize(seq_len, 0.0);
+        gemm(
+            kern,
+            seq_len,
+            &rows[q..],
+            ld,
+            &s.keys,
+            &mut s.scores,
+            len,
+            false,
+            &mut s.a_pack,
+        );
+        // SAFETY: `ops` belongs to `kern`, which was checked to run on this CPU.
+        unsafe { (kern.ops.softmax)(&mut s.scores, len, scale, &mut s.inv_sums) };
+        let first = SharedMut(out.get().wrapping_add(seq * seq_len * h + q));
+        let c_len = (seq_len - 1) * h + head_dim;
+        // SAFETY: the seq_len rows of head_dim columns from `first` are this task's alone.
+        unsafe {
+            gemm_shared(
                 kern,
                 seq_len,
                 &s.scores,
                 len,
                 &s.values,
-                &mut out_rows[q..],
+                (first, c_len),
                 h,
                 false,
                 &mut s.a_pack,
-            );
-            for (row, inv) in out_rows.chunks_exact_mut(h).zip(&s.inv_sums) {
-                for x in &mut row[q..q + head_dim] {
-                    *x *= inv;
-                }
-            }
+            )
+        };
+        for (r, inv) in s.inv_sums.iter().enumerate() {
+            out_at(r).iter_mut().for_each(|x| *x *= inv);
         }
-    }
+    });
 }

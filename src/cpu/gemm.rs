@@ -3,6 +3,7 @@
 //! into `nr`-wide column panels; A is packed per call into `mr`-row strips.
 
 use super::kernels::Kernel;
+use super::pool::{self, SharedMut};
 
 /// Depth of one K block: a `kc × nr` B block of 16 KiB stays in L1 while every A strip passes
 /// over it (kc 128 for 32-wide panels, 512 for 8-wide ones: fewer passes over C, and B streams
@@ -99,53 +100,98 @@ pub fn gemm(
     accumulate: bool,
     a_pack: &mut Vec<f32>,
 ) {
+    let c_len = c.len();
+    // SAFETY: `c` is borrowed mutably for the whole call.
+    unsafe {
+        gemm_shared(
+            kern,
+            m,
+            a,
+            lda,
+            b,
+            (SharedMut(c.as_mut_ptr()), c_len),
+            ldc,
+            accumulate,
+            a_pack,
+        )
+    }
+}
+
+/// [`gemm`] into C given as a pointer and length, for callers whose tasks write disjoint
+/// columns of one buffer.
+///
+/// # Safety
+/// `c.0` must be valid for writes of `c.1` floats, and no one else may access the `m` rows
+/// of `n` columns that this call writes while it runs.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_shared(
+    kern: &Kernel,
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    b: &PackedB,
+    (c_out, c_len): (SharedMut<f32>, usize),
+    ldc: usize,
+    accumulate: bool,
+    a_pack: &mut Vec<f32>,
+) {
     let (n, k, mr, nr) = (b.n, b.k, kern.mr, kern.nr);
     assert_eq!(b.nr, nr, "B was packed for another kernel");
     if m == 0 || n == 0 {
         return;
     }
     assert!(
-        a.len() >= (m - 1) * lda + k && c.len() >= (m - 1) * ldc + n,
+        a.len() >= (m - 1) * lda + k && c_len >= (m - 1) * ldc + n,
         "gemm operand too short"
     );
     if k == 0 {
         if !accumulate {
-            (0..m).for_each(|i| c[i * ldc..i * ldc + n].fill(0.0));
+            // SAFETY: row i's n floats lie inside C by the assert.
+            (0..m).for_each(|i| unsafe {
+                std::slice::from_raw_parts_mut(c_out.get().add(i * ldc), n).fill(0.0)
+            });
         }
         return;
     }
-    let strips = m.div_ceil(mr);
-    let panels = n.div_ceil(nr);
-    let mut k0 = 0;
-    while k0 < k {
-        let kc = kc_for(nr).min(k - k0);
-        pack_a(a_pack, a, lda, m, mr, k0, kc);
-        for p in 0..panels {
-            let cols = nr.min(n - p * nr);
-            let b_panel = &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kc) * nr];
-            for s in 0..strips {
-                let rows = mr.min(m - s * mr);
-                let a_strip = &a_pack[s * kc * mr..(s + 1) * kc * mr];
-                let c_off = s * mr * ldc + p * nr;
-                // SAFETY: the strip holds kc*mr floats and the panel kc*nr (asserted by the
-                // slicing above); the kernel writes only rows < `rows` and cols < `cols` of C,
-                // all inside `c` by the length assert.
-                unsafe {
-                    (kern.tile)(
-                        kc,
-                        a_strip.as_ptr(),
-                        b_panel.as_ptr(),
-                        c.as_mut_ptr().add(c_off),
-                        ldc,
-                        rows,
-                        cols,
-                        accumulate || k0 > 0,
-                    );
+    let (strips, panels, kc) = (m.div_ceil(mr), n.div_ceil(nr), kc_for(nr));
+    pack_a(a_pack, a, lda, m, mr, k, kc);
+    let a_pack = &a_pack[..];
+    // Pieces are runs of whole panels; inside one, the loops keep the serial order: a
+    // `kc × nr` block of B stays in L1 while every strip of A's block passes over it.
+    let pieces = pool::pieces(panels);
+    pool::run(pieces, &|piece, _| {
+        let span = piece * panels / pieces..(piece + 1) * panels / pieces;
+        let mut k0 = 0;
+        while k0 < k {
+            let kcb = kc.min(k - k0);
+            let a_block = &a_pack[strips * mr * k0..strips * mr * (k0 + kcb)];
+            for p in span.clone() {
+                let cols = nr.min(n - p * nr);
+                let b_panel = &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kcb) * nr];
+                for s in 0..strips {
+                    let rows = mr.min(m - s * mr);
+                    let a_strip = &a_block[s * kcb * mr..(s + 1) * kcb * mr];
+                    // SAFETY: the strip holds kcb*mr floats and the panel kcb*nr (asserted by
+                    // the slicing above); the kernel writes only rows < `rows` and cols <
+                    // `cols` of this panel's columns of C, inside C by the length assert and
+                    // written by no other piece.
+                    unsafe {
+                        (kern.tile)(
+                            kcb,
+                            a_strip.as_ptr(),
+                            b_panel.as_ptr(),
+                            c_out.get().add(s * mr * ldc + p * nr),
+                            ldc,
+                            rows,
+                            cols,
+                            accumulate || k0 > 0,
+                        );
+                    }
                 }
             }
+            k0 += kcb;
         }
-        k0 += kc;
-    }
+    });
 }
 
 /// `panel[kk][j] = src[kk * ld + c0 + j]` for a full panel of `NR` columns.
@@ -168,29 +214,46 @@ fn transpose_rows<const NR: usize>(panel: &mut [f32], src: &[f32], c0: usize, ld
     }
 }
 
-/// Packs columns `k0..k0+kc` of A into `mr`-row strips, `strip[kk][i]`, zero padded.
-fn pack_a(dst: &mut Vec<f32>, a: &[f32], lda: usize, m: usize, mr: usize, k0: usize, kc: usize) {
+/// Packs A into blocks of `kc` columns (the last may be shorter), each block into `mr`-row
+/// strips `strip[kk][i]`, zero padded: block `k0` starts at `strips * mr * k0`. Runs of strips
+/// are packed in parallel.
+fn pack_a(dst: &mut Vec<f32>, a: &[f32], lda: usize, m: usize, mr: usize, k: usize, kc: usize) {
     let strips = m.div_ceil(mr);
     dst.clear();
-    dst.resize(strips * kc * mr, 0.0);
-    for (s, strip) in dst.chunks_exact_mut(kc * mr).enumerate() {
-        let row = |i: usize| &a[(s * mr + i) * lda + k0..(s * mr + i) * lda + k0 + kc];
-        let rows = mr.min(m - s * mr);
-        // Full strips of the usual heights interleave rows with constant strides.
-        match (rows == mr, mr) {
-            (true, 4) => interleave::<4>(strip, std::array::from_fn(row)),
-            (true, 6) => interleave::<6>(strip, std::array::from_fn(row)),
-            (true, 8) => interleave::<8>(strip, std::array::from_fn(row)),
-            (true, 12) => interleave::<12>(strip, std::array::from_fn(row)),
-            _ => {
-                for i in 0..rows {
-                    for (d, &x) in strip[i..].iter_mut().step_by(mr).zip(row(i)) {
-                        *d = x;
+    dst.resize(strips * mr * k, 0.0);
+    let out = SharedMut(dst.as_mut_ptr());
+    let pieces = pool::pieces(strips.div_ceil(4));
+    pool::run(pieces, &|piece, _| {
+        for k0 in (0..k).step_by(kc) {
+            let kcb = kc.min(k - k0);
+            for s in piece * strips / pieces..(piece + 1) * strips / pieces {
+                // SAFETY: strip s of block k0 lies inside `dst` (sized above) and belongs to
+                // this piece alone.
+                let strip = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        out.get().add(strips * mr * k0 + s * kcb * mr),
+                        kcb * mr,
+                    )
+                };
+                let row = |i: usize| &a[(s * mr + i) * lda + k0..(s * mr + i) * lda + k0 + kcb];
+                let rows = mr.min(m - s * mr);
+                // Full strips of the usual heights interleave rows with constant strides.
+                match (rows == mr, mr) {
+                    (true, 4) => interleave::<4>(strip, std::array::from_fn(row)),
+                    (true, 6) => interleave::<6>(strip, std::array::from_fn(row)),
+                    (true, 8) => interleave::<8>(strip, std::array::from_fn(row)),
+                    (true, 12) => interleave::<12>(strip, std::array::from_fn(row)),
+                    _ => {
+                        for i in 0..rows {
+                            for (d, &x) in strip[i..].iter_mut().step_by(mr).zip(row(i)) {
+                                *d = x;
+                            }
+                        }
                     }
                 }
             }
         }
-    }
+    });
 }
 
 /// `strip[kk * MR + i] = rows[i][kk]`.

@@ -276,6 +276,7 @@ fn sum(x: &[f32]) -> f32 {
 }
 
 /// What follows a GEMM, per output row: `LN(act(row + bias) + residual)`.
+#[derive(Clone, Copy)]
 pub struct Epilogue<'a> {
     pub cols: usize,
     pub bias: Option<&'a [f32]>,

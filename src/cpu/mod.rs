@@ -4,6 +4,7 @@ pub mod attention;
 pub mod gemm;
 pub mod kernels;
 pub mod math;
+pub mod pool;
 pub mod qgemm;
 mod scalar;
 
@@ -393,8 +394,7 @@ impl CpuExecutor {
                         )
                     }),
                 };
-                // SAFETY: the row ops belong to the kernel selected for this CPU.
-                unsafe { (self.kernel.ops.epilogue)(&mut dst, &epilogue) };
+                epilogue_rows(self.kernel, &mut dst, &epilogue);
                 self.bufs[out.0] = dst;
             }
             Op::Attention {
@@ -412,7 +412,7 @@ impl CpuExecutor {
                     batch.seq_len,
                     heads,
                     head_dim,
-                    &mut self.attn,
+                    &self.attn,
                 );
                 self.bufs[out.0] = dst;
             }
@@ -432,4 +432,23 @@ impl CpuExecutor {
             }
         }
     }
+}
+
+/// Runs the epilogue over pieces of whole rows in parallel.
+fn epilogue_rows(kernel: &Kernel, dst: &mut [f32], e: &math::Epilogue) {
+    let rows = dst.len() / e.cols;
+    assert!(e.residual.is_none_or(|r| r.len() == dst.len()));
+    let pieces = pool::pieces(rows.div_ceil(8));
+    let out = pool::SharedMut(dst.as_mut_ptr());
+    pool::run(pieces, &|piece, _| {
+        let span = piece * rows / pieces * e.cols..(piece + 1) * rows / pieces * e.cols;
+        // SAFETY: the pieces' row spans are disjoint and inside `dst`.
+        let part = unsafe { std::slice::from_raw_parts_mut(out.get().add(span.start), span.len()) };
+        let e = math::Epilogue {
+            residual: e.residual.map(|r| &r[span.clone()]),
+            ..*e
+        };
+        // SAFETY: the row ops belong to the kernel selected for this CPU.
+        unsafe { (kernel.ops.epilogue)(part, &e) };
+    });
 }

@@ -8,6 +8,7 @@
 //! weights carry no zero-point terms.
 
 use super::kernels::{QKernel, QTile, StripBlock};
+use super::pool::{self, SharedMut};
 use crate::model::BlockQuant;
 
 /// Weights packed for a [`QKernel`]: per panel of `nr` columns and per block, steps of
@@ -91,15 +92,11 @@ impl PackedQ {
     }
 }
 
-/// A quantized per call: `mr`-row strips laid out like the weight panels (and the per-row
-/// working values of one strip block).
+/// A quantized per call: `mr`-row strips laid out like the weight panels.
 #[derive(Debug, Default)]
 pub struct QScratch {
     codes: Vec<u8>,
     scales: Vec<f32>,
-    amax: Vec<f32>,
-    inv: Vec<f32>,
-    sums: Vec<i32>,
 }
 
 /// `C = A · Wᵀ` for row-major `a` (stride `lda`) into row-major `c` (stride `ldc`).
@@ -130,36 +127,42 @@ pub fn qgemm(
     quantize_a(scratch, kern, a, lda, m, k, block);
     let strips = m.div_ceil(mr);
     let (a_strip, b_panel) = (blocks * block * mr * kern.a_bytes, blocks * block * nr);
-    let panel_scales = w.scales.len() / n.div_ceil(nr);
-    for p in 0..n.div_ceil(nr) {
-        let cols = nr.min(n - p * nr);
-        let codes = &w.codes[p * b_panel..(p + 1) * b_panel];
-        let scales = &w.scales[p * panel_scales..(p + 1) * panel_scales];
-        for s in 0..strips {
-            let rows = mr.min(m - s * mr);
-            let a_codes = &scratch.codes[s * a_strip..(s + 1) * a_strip];
-            let a_scales = &scratch.scales[s * blocks * 2 * mr..(s + 1) * blocks * 2 * mr];
-            // SAFETY: the slices above hold exactly the strip and panel the tile reads; the
-            // tile writes rows < `rows` and cols < `cols` of C, inside `c` by the length assert.
-            unsafe {
-                (kern.tile)(
-                    QTile {
-                        blocks,
-                        steps: block / kern.group,
-                        a: a_codes.as_ptr(),
-                        a_scales: a_scales.as_ptr(),
-                        b: codes.as_ptr(),
-                        b_scales: scales.as_ptr(),
-                        zero: w.zero,
-                    },
-                    c.as_mut_ptr().add(s * mr * ldc + p * nr),
-                    ldc,
-                    rows,
-                    cols,
-                )
-            };
+    let panels = n.div_ceil(nr);
+    let panel_scales = w.scales.len() / panels;
+    let (scratch, c_out) = (&*scratch, SharedMut(c.as_mut_ptr()));
+    let pieces = pool::pieces(panels);
+    pool::run(pieces, &|piece, _| {
+        for p in piece * panels / pieces..(piece + 1) * panels / pieces {
+            let cols = nr.min(n - p * nr);
+            let codes = &w.codes[p * b_panel..(p + 1) * b_panel];
+            let scales = &w.scales[p * panel_scales..(p + 1) * panel_scales];
+            for s in 0..strips {
+                let rows = mr.min(m - s * mr);
+                let a_codes = &scratch.codes[s * a_strip..(s + 1) * a_strip];
+                let a_scales = &scratch.scales[s * blocks * 2 * mr..(s + 1) * blocks * 2 * mr];
+                // SAFETY: the slices above hold exactly the strip and panel the tile reads;
+                // the tile writes rows < `rows` and cols < `cols` of this panel's columns of
+                // C, inside `c` by the length assert and written by no other piece.
+                unsafe {
+                    (kern.tile)(
+                        QTile {
+                            blocks,
+                            steps: block / kern.group,
+                            a: a_codes.as_ptr(),
+                            a_scales: a_scales.as_ptr(),
+                            b: codes.as_ptr(),
+                            b_scales: scales.as_ptr(),
+                            zero: w.zero,
+                        },
+                        c_out.get().add(s * mr * ldc + p * nr),
+                        ldc,
+                        rows,
+                        cols,
+                    )
+                };
+            }
         }
-    }
+    });
 }
 
 /// The largest activation code: int8 or int16, symmetric.
@@ -184,67 +187,83 @@ fn quantize_a(
     block: usize,
 ) {
     let (mr, width) = (kern.mr, kern.a_bytes);
+    assert!(
+        mr <= MAX_MR,
+        "quantized tiles are at most {MAX_MR} rows high"
+    );
     let (strips, blocks) = (m.div_ceil(mr), k.div_ceil(block));
     let top = a_max(kern) as f32;
-    let QScratch {
-        codes,
-        scales,
-        amax,
-        inv,
-        sums,
-    } = dst;
+    let QScratch { codes, scales } = dst;
     codes.clear();
     codes.resize(strips * blocks * block * mr * width, 0);
     scales.clear();
     scales.resize(strips * blocks * 2 * mr, 0.0);
-    amax.resize(mr, 0.0);
-    inv.resize(mr, 0.0);
-    sums.resize(mr, 0);
-    for s in 0..strips {
-        let rows = mr.min(m - s * mr);
-        for b in 0..blocks {
-            let (k0, len) = (b * block, block.min(k - b * block));
-            for i in 0..rows {
-                let at = (s * mr + i) * lda + k0;
-                amax[i] = abs_max(&a[at..at + len]);
-                inv[i] = if amax[i] > 0.0 { top / amax[i] } else { 0.0 };
-            }
-            let at = (s * blocks + b) * block * mr * width;
-            let chunk = &mut codes[at..at + block * mr * width];
-            sums.fill(0);
-            if rows == mr && len == block {
-                let first = s * mr * lda + k0;
-                assert!(a.len() >= first + (mr - 1) * lda + block);
-                // SAFETY: the assert bounds the strip's rows; `chunk`, `inv` and `sums` have
-                // the lengths the kernel's layout needs.
-                unsafe {
-                    (kern.quantize)(
-                        kern,
-                        StripBlock {
-                            chunk: chunk.as_mut_ptr(),
-                            a: a[first..].as_ptr(),
-                            lda,
-                            inv: inv.as_ptr(),
-                            block,
-                            sums: sums.as_mut_ptr(),
-                        },
-                    )
-                };
-            } else {
+    let strip_codes = blocks * block * mr * width;
+    let (codes, scales) = (
+        SharedMut(codes.as_mut_ptr()),
+        SharedMut(scales.as_mut_ptr()),
+    );
+    let pieces = pool::pieces(strips.div_ceil(8));
+    pool::run(pieces, &|piece, _| {
+        let (mut amax, mut inv, mut sums) = ([0f32; MAX_MR], [0f32; MAX_MR], [0i32; MAX_MR]);
+        for s in piece * strips / pieces..(piece + 1) * strips / pieces {
+            // SAFETY: strip s's codes and scales lie inside the buffers sized above and
+            // belong to this piece alone.
+            let (codes, scales) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(codes.get().add(s * strip_codes), strip_codes),
+                    std::slice::from_raw_parts_mut(
+                        scales.get().add(s * blocks * 2 * mr),
+                        blocks * 2 * mr,
+                    ),
+                )
+            };
+            let rows = mr.min(m - s * mr);
+            for b in 0..blocks {
+                let (k0, len) = (b * block, block.min(k - b * block));
                 for i in 0..rows {
                     let at = (s * mr + i) * lda + k0;
-                    sums[i] = quantize_row(kern, chunk, &a[at..at + len], inv[i], i);
+                    amax[i] = abs_max(&a[at..at + len]);
+                    inv[i] = if amax[i] > 0.0 { top / amax[i] } else { 0.0 };
+                }
+                let chunk = &mut codes[b * block * mr * width..(b + 1) * block * mr * width];
+                sums.fill(0);
+                if rows == mr && len == block {
+                    let first = s * mr * lda + k0;
+                    assert!(a.len() >= first + (mr - 1) * lda + block);
+                    // SAFETY: the assert bounds the strip's rows; `chunk`, `inv` and `sums`
+                    // have the lengths the kernel's layout needs.
+                    unsafe {
+                        (kern.quantize)(
+                            kern,
+                            StripBlock {
+                                chunk: chunk.as_mut_ptr(),
+                                a: a[first..].as_ptr(),
+                                lda,
+                                inv: inv.as_ptr(),
+                                block,
+                                sums: sums.as_mut_ptr(),
+                            },
+                        )
+                    };
+                } else {
+                    for i in 0..rows {
+                        let at = (s * mr + i) * lda + k0;
+                        sums[i] = quantize_row(kern, chunk, &a[at..at + len], inv[i], i);
+                    }
+                }
+                let sc = b * 2 * mr;
+                for i in 0..rows {
+                    scales[sc + i] = amax[i] / top;
+                    scales[sc + mr + i] = sums[i] as f32;
                 }
             }
-            let sc = (s * blocks + b) * 2 * mr;
-            for i in 0..rows {
-                let scale = amax[i] / top;
-                scales[sc + i] = scale;
-                scales[sc + mr + i] = sums[i] as f32;
-            }
         }
-    }
+    });
 }
+
+/// The tallest quantized tile.
+const MAX_MR: usize = 16;
 
 /// max |x|, in independent lanes so that it vectorises.
 fn abs_max(x: &[f32]) -> f32 {

@@ -15,6 +15,9 @@ static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
 #[wasm_bindgen(start)]
 fn start() {
     std::panic::set_hook(Box::new(|info| {
+        // A helper thread's panic aborts only its own worker: the dispatcher waiting for its
+        // task must fail instead of waiting forever.
+        crate::cpu::pool::poison();
         if let Ok(mut last) = LAST_PANIC.lock() {
             *last = info.to_string();
         }
@@ -165,20 +168,42 @@ impl WebEngine {
         self.engine.gpu_failure()
     }
 
-    /// Per-kernel GPU milliseconds (JSON object, `null` without timestamp queries) of one
-    /// forward over `text`, for profiling in a browser.
+    /// Milliseconds per GPU kernel (JSON object, `null` without timestamp queries), or per
+    /// kind of op on the CPU path, of one forward over `text`, for profiling in a browser.
     #[wasm_bindgen(js_name = debugProfile)]
     pub fn debug_profile(&self, text: String) -> js_sys::Promise {
         self.one_at_a_time(|engine| async move {
             let window = engine.encode(&text, None, Some(usize::MAX))?;
-            let kernels = engine.gpu_profile(&[window], false).await?;
-            let json: Option<serde_json::Map<String, serde_json::Value>> = kernels.map(|k| {
-                k.into_iter()
-                    .map(|(n, ms)| (n.to_string(), ms.into()))
-                    .collect()
-            });
+            let kernels: Option<Vec<(String, f64)>> = if engine.has_gpu() {
+                let k = engine.gpu_profile(&[window], false).await?;
+                k.map(|k| k.into_iter().map(|(n, ms)| (n.to_string(), ms)).collect())
+            } else {
+                Some(engine.cpu_profile(&[window])?)
+            };
+            let json: Option<serde_json::Map<String, serde_json::Value>> =
+                kernels.map(|k| k.into_iter().map(|(n, ms)| (n, ms.into())).collect());
             Ok(serde_json::json!(json).to_string())
         })
+    }
+
+    /// Runs `runs` CPU forwards over a text of about `tokens` tokens and drops the results:
+    /// the threads build's helpers run unoptimized code until they have done some work.
+    #[wasm_bindgen(js_name = warmUp)]
+    pub fn warm_up(&self, runs: usize, tokens: usize) -> Result<(), JsError> {
+        if self.engine.has_gpu() {
+            return Ok(());
+        }
+        let text = "warm up the threads ".repeat(tokens / 4 + 1);
+        let window = self
+            .engine
+            .encode(&text, None, Some(tokens))
+            .map_err(js_error)?;
+        for _ in 0..runs {
+            self.engine
+                .cpu_profile(std::slice::from_ref(&window))
+                .map_err(js_error)?;
+        }
+        Ok(())
     }
 
     /// Destroys the GPU device as a lost device would be (tests of the CPU fallback).
@@ -199,4 +224,50 @@ pub fn debug_trap() {
 #[wasm_bindgen(js_name = debugTrapAsync)]
 pub fn debug_trap_async() -> js_sys::Promise {
     wasm_bindgen_futures::future_to_promise(async { panic!("debugTrapAsync called") })
+}
+
+/// Whether this is the threads build (shared memory, atomics): then [`set_threads`] can use
+/// Web Workers that run [`thread_pool_helper`].
+#[wasm_bindgen(js_name = canThread)]
+pub fn can_thread() -> bool {
+    cfg!(target_feature = "atomics")
+}
+
+/// Uses up to `n` threads (the caller's included) for the CPU path from the next call on,
+/// as far as helpers have started; returns the count in force now.
+#[wasm_bindgen(js_name = setThreads)]
+pub fn set_threads(n: usize) -> usize {
+    if can_thread() {
+        crate::cpu::pool::set_threads(n);
+    }
+    crate::cpu::pool::threads()
+}
+
+/// Threads build: makes this Web Worker a helper of the CPU thread pool and works for it;
+/// returns after a while idle (`true`: call again after a turn of the event loop), or at once
+/// with `false` when the pool is full or there are no threads.
+#[wasm_bindgen(js_name = threadPoolHelper)]
+pub fn thread_pool_helper() -> bool {
+    crate::cpu::pool::helper_main()
+}
+
+/// Helpers that have joined the pool so far.
+#[wasm_bindgen(js_name = threadPoolHelpers)]
+pub fn thread_pool_helpers() -> usize {
+    crate::cpu::pool::helpers()
+}
+
+/// The instance's memory and module, for starting helpers that share them.
+#[wasm_bindgen(js_name = sharedMemory)]
+pub fn wasm_memory() -> JsValue {
+    wasm_bindgen::memory()
+}
+
+#[wasm_bindgen(js_name = sharedModule)]
+pub fn wasm_module() -> JsValue {
+    if can_thread() {
+        wasm_bindgen::module()
+    } else {
+        JsValue::NULL
+    }
 }

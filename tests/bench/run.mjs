@@ -107,7 +107,7 @@ function print(results) {
   const rows = [];
   for (const r of results) for (const row of r.rows) {
     rows.push([row.model, row.device, String(row.tokens),
-      row.threads > 1 && row.webert_ms != null ? `${row.threads} (webert: 1)` : String(row.threads),
+      row.webert_threads != null && row.webert_threads !== row.threads ? `${row.threads} (webert: ${row.webert_threads})` : String(row.threads),
       row.webert_ms == null ? 'n/a' : row.webert_ms.toFixed(1), row.tjs_ms.toFixed(1),
       row.ratio == null ? 'n/a' : `${row.ratio.toFixed(2)}x`,
       row.webert_runs ? Math.min(...row.webert_runs).toFixed(1) : 'n/a', Math.min(...row.tjs_runs).toFixed(1),
@@ -121,7 +121,7 @@ function print(results) {
   for (const r of results) if (r.adapter) console.log(`WebGPU adapter (${r.device} rows): ${r.adapter}`);
   console.log('\nagreement:');
   for (const r of results) for (const row of r.rows) console.log(`  ${row.model} ${row.tokens} tok, ${row.device} ${row.threads}T: ${row.detail}`);
-  console.log('\nwebert has no WebAssembly threads: its run in a 2-thread page is still one thread (measured again there, not copied).' +
+  console.log('\nthreads: both use that many (webert\'s threads build, helpers in Web Workers sharing its memory); "(webert: n)" when it ran on fewer.' +
     '\nratio (of medians) > 1: webert is that many times faster. min: fastest single run (less sensitive to other load).' +
     '\nwebert engine ms: median time inside the engine (tokenize, forward, post-process; in its Worker by default).');
 }

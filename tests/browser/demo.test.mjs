@@ -193,6 +193,41 @@ test('100 overlapping calls from the page all answer correctly; a trap is surviv
   assert.deepEqual(results.after.map((e) => [e.start, e.end]), entitiesU16(cases[0].text, cases[0].pipeline.first).map((e) => [e.start, e.end]));
 });
 
+test('the threads build: 2 threads answer the goldens, bit for bit as 1 thread, and survive a trap', T, async () => {
+  const cases = golden('pii.json').cases;
+  const fresh = await browser.context.newPage(); // a page whose own thread has no module started yet
+  await fresh.goto(`${server.url}/pkg/README.md`);
+  const r = await fresh.evaluate(async (texts) => {
+    const { pipeline } = await import('/pkg/webert.js');
+    const ner = await pipeline('ner', '/models/pii/', { threads: 2 });
+    const calls = Array.from({ length: 20 }, (_, i) => ner(texts[i % texts.length], { aggregation_strategy: 'first' }));
+    const all = await Promise.all(calls);
+    let trap = null;
+    await ner.debugTrap().catch((e) => (trap = e.message));
+    const after = await ner(texts[0], { aggregation_strategy: 'first' });
+    const text = texts.join(' ');
+    const one = await pipeline('feature-extraction', '/models/minilm/', { threads: 1 });
+    const two = await pipeline('feature-extraction', '/models/minilm/', { threads: 2, worker: false });
+    const e1 = await one(text, { pooling: 'mean' });
+    const e2 = await two(text, { pooling: 'mean' });
+    const info = { ner: ner.info.threads, one: one.info.threads, two: two.info.threads };
+    await Promise.all([ner.dispose(), one.dispose(), two.dispose()]);
+    return { isolated: self.crossOriginIsolated, all, trap, after, same: JSON.stringify(e1) === JSON.stringify(e2), info };
+  }, cases.map((c) => c.text));
+  await fresh.close();
+  assert.ok(r.isolated, 'the demo server sends the cross-origin isolation headers');
+  assert.deepEqual(r.info, { ner: 2, one: 1, two: 2 });
+  r.all.forEach((got, i) => {
+    const c = cases[i % cases.length];
+    const want = entitiesU16(c.text, c.pipeline.first);
+    assert.deepEqual(got.map((e) => [e.entity_group, e.word, e.start, e.end]), want.map((e) => [e.entity_group, e.word, e.start, e.end]), `call ${i}`);
+    got.forEach((e, j) => assert.ok(Math.abs(e.score - want[j].score) < INT_SCORE_TOL, `call ${i}`));
+  });
+  assert.match(r.trap, /instance was restarted/);
+  assert.deepEqual(r.after.map((e) => [e.start, e.end]), entitiesU16(cases[0].text, cases[0].pipeline.first).map((e) => [e.start, e.end]));
+  assert.ok(r.same, 'embeddings on 2 threads (threads build, page thread) equal those on 1 (Worker)');
+});
+
 test('through the worker: progress, Cache API, abort and clear errors', T, async () => {
   await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('CPU'), null, { timeout: 120_000 });
   const r = await page.evaluate(async (sum) => {

@@ -1,13 +1,17 @@
 // One loaded model where the computation happens (inside the worker, or in the calling thread):
 // starts the WebAssembly module, builds the engine from the model's files on WebGPU or the CPU,
 // runs task requests one at a time, and replaces a trapped WebAssembly instance instead of
-// staying dead.
+// staying dead. With `threads` > 1 where the context is cross-origin isolated, the threads build
+// runs, its helpers in Web Workers that share its memory.
 
-import init, { ModelLoader, debugTrap, debugTrapAsync, lastPanic, __wbg_reset_state } from './webert_wasm.js';
 import { gatherFiles, isNode } from './files.js';
-import { wasmUrl } from './simd.js';
+import { hasRelaxedSimd, wasmUrl } from './simd.js';
 
 let started;
+// The wasm-bindgen glue of the build that runs (the threads build has its own).
+let glue;
+// Web Workers helping the threads build; they belong to the current instance.
+let helpers = [];
 // Bumped when a trapped instance is replaced: engines built before belong to the old one.
 let generation = 0;
 
@@ -42,17 +46,31 @@ export async function webgpuAdapter() {
   }
 }
 
-function startWasm(report) {
+/** ONNX Runtime Web's default, which transformers.js keeps: half the cores, at most 4. */
+export function defaultThreads() {
+  return Math.min(4, Math.ceil((globalThis.navigator?.hardwareConcurrency || 1) / 2));
+}
+
+/** Whether Web Workers may share WebAssembly memory here (and the threads build can run). */
+export function threadsPossible() {
+  return !isNode && typeof Worker !== 'undefined' && typeof SharedArrayBuffer !== 'undefined' &&
+    globalThis.crossOriginIsolated === true && hasRelaxedSimd();
+}
+
+function startWasm(report, threads) {
   started ??= (async () => {
-    const url = wasmUrl();
+    const threaded = threads > 1 && threadsPossible();
+    // Literal URLs and import paths, so that bundlers copy every build.
+    const url = threaded ? new URL('./webert_wasm_threads_bg.wasm', import.meta.url) : wasmUrl();
     report?.({ stage: 'compile', file: url.pathname.split('/').pop(), bytes: 0, total: 0 });
     try {
+      glue = threaded ? await import('./webert_wasm_threads.js') : await import('./webert_wasm.js');
       if (isNode) {
         const fsName = 'node:fs/promises'; // a variable, so that bundlers leave it alone
         const fs = await import(/* @vite-ignore */ fsName);
-        await init({ module_or_path: await fs.readFile(url) });
+        await glue.default({ module_or_path: await fs.readFile(url) });
       } else {
-        await init({ module_or_path: url });
+        await glue.default({ module_or_path: url });
       }
     } catch (e) {
       started = undefined; // let a later pipeline try again
@@ -60,6 +78,46 @@ function startWasm(report) {
     }
   })();
   return started;
+}
+
+/**
+ * Starts helpers until `threads` threads (this one included) share the CPU work, as far as the
+ * build allows; resolves to the count in force.
+ */
+async function useThreads(threads) {
+  if (!glue.canThread() || threads <= 1) return glue.setThreads(1);
+  const module = glue.sharedModule();
+  const memory = glue.sharedMemory();
+  const joining = [];
+  while (helpers.length < Math.min(threads, 16) - 1) {
+    const worker = new Worker(new URL('./thread.js', import.meta.url), { type: 'module', name: `webert-thread-${helpers.length + 1}` });
+    helpers.push(worker);
+    joining.push(new Promise((resolve, reject) => {
+      worker.onmessage = ({ data }) => (data.error ? reject(new Error(data.error)) : resolve());
+      worker.onerror = (e) => {
+        e.preventDefault?.();
+        reject(new Error(`a webert thread could not start: ${e.message || 'is thread.js served as JavaScript?'}`));
+      };
+    }));
+    worker.postMessage({ module, memory });
+  }
+  try {
+    await Promise.all(joining);
+    // Joined means started: they register with the pool a moment later.
+    const until = performance.now() + 2000;
+    while (glue.threadPoolHelpers() < helpers.length && performance.now() < until) {
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  } catch (e) {
+    console.warn(`webert: running on fewer threads: ${e.message}`);
+  }
+  return glue.setThreads(threads);
+}
+
+/** After a trap: the helpers belong to the dead instance. */
+function stopHelpers() {
+  for (const w of helpers) w.terminate();
+  helpers = [];
 }
 
 export class Model {
@@ -74,7 +132,9 @@ export class Model {
 
   /** Downloads or reads the files and builds the engine. `report` gets progress events. */
   async load(report) {
-    await startWasm(report);
+    const threads = Math.max(1, Math.floor(this.options.threads ?? defaultThreads()));
+    await startWasm(report, threads);
+    const threadsInUse = await useThreads(threads);
     const { origin, files } = await gatherFiles(this.source, this.options, report);
     this.options.signal?.throwIfAborted();
     if (typeof this.source !== 'string' && !(this.source instanceof URL)) {
@@ -84,7 +144,7 @@ export class Model {
     }
     const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
     report?.({ stage: 'compile', bytes: total, total });
-    const loader = new ModelLoader(origin);
+    const loader = new glue.ModelLoader(origin);
     for (const f of files) loader.add(f.name, f.bytes);
     files.length = 0;
     const device = this.options.device ?? 'auto';
@@ -100,6 +160,15 @@ export class Model {
       throw this.recover(e);
     }
     this.info = JSON.parse(this.engine.info());
+    this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
+    // Helpers start on unoptimized WebAssembly and switch to optimized code only once they have
+    // worked and then gone idle back to their event loop: a few forwards at load, apart.
+    if (this.info.threads > 1) {
+      for (let i = 0; i < 4; i++) {
+        this.engine.warmUp(2, Math.min(128, this.info.max_length));
+        await new Promise((r) => setTimeout(r, 30));
+      }
+    }
     if (this.engine.hasGpu() && adapter) {
       this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
     }
@@ -142,9 +211,10 @@ export class Model {
   debug(what) {
     const run = async () => {
       try {
-        if (what === 'trap') debugTrap();
-        else if (what === 'trap-async') await guarded(debugTrapAsync());
+        if (what === 'trap') glue.debugTrap();
+        else if (what === 'trap-async') await guarded(glue.debugTrapAsync());
         else if (what === 'lose-device') this.engine?.debugLoseDevice();
+        else if (what.startsWith('threads:')) return glue.setThreads(Number(what.slice(8)));
         else if (what.startsWith('profile:')) return JSON.parse(await guarded(this.engine.debugProfile(what.slice(8))));
         else throw new Error(`unknown debug hook ${what}`);
       } catch (e) {
@@ -164,12 +234,13 @@ export class Model {
     if (!(e instanceof WebAssembly.RuntimeError)) return asError(e);
     let why = e.message;
     try {
-      why = lastPanic() || why; // the trapped instance's memory still holds the panic message
+      why = glue.lastPanic() || why; // the trapped instance's memory still holds the panic message
     } catch {
       // keep the trap's own message
     }
     this.engine = null; // its memory belonged to the old instance; never free() it
-    __wbg_reset_state();
+    stopHelpers();
+    glue.__wbg_reset_state();
     generation++;
     return new Error(`webert: internal error (${why}); the WebAssembly instance was restarted and the model will be reloaded on the next call`);
   }

@@ -109,7 +109,7 @@ interface PipelineBase {
   debugTrapAsync(): Promise<void>;
   /** Destroys the WebGPU device as a lost device would be, to test the fallback. */
   debugLoseDevice(): Promise<void>;
-  /** GPU milliseconds per kernel of one forward over `text` (WebGPU with timestamp queries; else null). */
+  /** Milliseconds per GPU kernel (WebGPU with timestamp queries; else null), or per kind of op on the CPU, of one forward over `text`. */
   debugProfile(text: string): Promise<Record<string, number> | null>;
 }
 

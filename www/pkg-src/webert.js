@@ -227,5 +227,6 @@ export async function pipeline(task, model, options = {}) {
     debugTrapAsync: () => entry.host.send({ op: 'debug', what: 'trap-async' }),
     debugLoseDevice: () => entry.host.send({ op: 'debug', what: 'lose-device' }),
     debugProfile: (text) => entry.host.send({ op: 'debug', what: `profile:${text}` }),
+    debugThreads: (n) => entry.host.send({ op: 'debug', what: `threads:${n}` }),
   });
 }

@@ -112,7 +112,7 @@ async function main() {
   for (const key of wanted) {
     const m = MODELS[key];
     let t0 = performance.now();
-    const w = await webertPipeline(m.task, m.webert, { cache: false, worker: inWorker, device: device === 'webgpu' ? 'webgpu' : 'cpu' });
+    const w = await webertPipeline(m.task, m.webert, { cache: false, worker: inWorker, threads, device: device === 'webgpu' ? 'webgpu' : 'cpu' });
     const wLoad = performance.now() - t0;
     t0 = performance.now();
     const t = await tjsPipeline(m.task, m.tjs, { dtype: m.dtype, device });
@@ -124,10 +124,10 @@ async function main() {
       const wopts = key === 'minilm' ? { pooling: 'mean', normalize: false } : { aggregation_strategy: 'none' };
       const [wr, tr] = await timePair(() => w(text, wopts), () => t(text, opts));
       const cmp = compare(key, wr.last, tr.last);
-      cmp.detail += ` (webert on ${wr.last.backend}${w.info.int_kernel ? `, ${w.info.int_kernel}` : ""})`;
+      cmp.detail += ` (webert on ${wr.last.backend}, ${w.info.threads} thread${w.info.threads > 1 ? 's' : ''}${w.info.int_kernel ? `, ${w.info.int_kernel}` : ''})`;
       const row = {
         model: m.label, key, tokens, threads, device,
-        webert_ms: wr?.median ?? null, webert_engine_ms: wr?.engine ? median(wr.engine) : null, tjs_ms: tr.median,
+        webert_ms: wr?.median ?? null, webert_threads: w.info.threads, webert_engine_ms: wr?.engine ? median(wr.engine) : null, tjs_ms: tr.median,
         ratio: wr ? tr.median / wr.median : null, agree: cmp.agree, detail: cmp.detail,
         webert_runs: wr?.ms, tjs_runs: tr.ms,
       };

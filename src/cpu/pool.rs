@@ -1,0 +1,339 @@
+//! Helper threads that share out one parallel loop at a time. The thread that calls [`run`]
+//! (the dispatcher) publishes the loop, wakes the helpers and takes tasks itself; tasks are
+//! claimed one by one, so a helper that wakes late takes fewer. Natively the helpers are
+//! `std` threads; in browsers they are Web Workers sharing the module's memory (the threads
+//! build), each blocked in [`helper_main`]. The dispatcher never sleeps: it spins while the
+//! last tasks finish, which also works on a browser's main thread, where waiting traps.
+//!
+//! Each output element is computed by one task with the same kernel whatever the thread
+//! count, so results do not depend on it.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
+
+/// Workers at most, the dispatcher included (per-worker scratch is sized for this).
+pub const MAX_WORKERS: usize = 16;
+
+/// A loop body: `(task, worker)`, worker 0 being the dispatcher (or any serial caller).
+pub type Task<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+/// Workers a loop may use (set by [`set_threads`]).
+static WANTED: AtomicUsize = AtomicUsize::new(1);
+/// Helpers that ever started; helper `i` (1-based) is worker `i`.
+static HELPERS: AtomicUsize = AtomicUsize::new(0);
+/// Set while a dispatcher owns the pool: loops started meanwhile (nested in a task, or from
+/// another thread) run serially in their caller.
+static BUSY: AtomicBool = AtomicBool::new(false);
+/// Bumped for each loop; idle helpers sleep on it.
+static EPOCH: AtomicU32 = AtomicU32::new(0);
+/// `epoch << 32 | next task`: a claim succeeds only for the current loop.
+static CLAIM: AtomicU64 = AtomicU64::new(0);
+/// Address of the current loop's `Task` (a fat reference on the dispatcher's stack).
+static JOB: AtomicUsize = AtomicUsize::new(0);
+static TASKS: AtomicUsize = AtomicUsize::new(0);
+static DONE: AtomicUsize = AtomicUsize::new(0);
+
+/// Spins of an idle helper before it sleeps: consecutive loops of one forward pass are
+/// usually closer together than a wake-up takes (in browsers, often hundreds of µs). Native
+/// spins pause (tens of ns each), wasm's do not: both come to a few milliseconds.
+const SPINS: u32 = if cfg!(target_arch = "wasm32") {
+    1 << 22
+} else {
+    1 << 16
+};
+
+/// Uses up to `n` workers (the calling thread included) for later loops. Natively this
+/// starts the missing helper threads; in wasm the JS side starts Web Workers that call
+/// [`helper_main`].
+pub fn set_threads(n: usize) {
+    let n = n.clamp(1, MAX_WORKERS);
+    WANTED.store(n, SeqCst);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        static SPAWNED: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+        let mut spawned = SPAWNED.lock().unwrap_or_else(|e| e.into_inner());
+        while *spawned + 1 < n {
+            let started = std::thread::Builder::new()
+                .name(format!("webert-{}", *spawned + 1))
+                .spawn(|| while helper_main() {});
+            if started.is_err() {
+                break;
+            }
+            *spawned += 1;
+        }
+        while HELPERS.load(SeqCst) < *spawned {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Workers the next loop may use: those wanted and started.
+pub fn threads() -> usize {
+    WANTED.load(SeqCst).min(HELPERS.load(SeqCst) + 1)
+}
+
+/// Helpers that have started.
+pub fn helpers() -> usize {
+    HELPERS.load(SeqCst)
+}
+
+/// Whether this build can run helpers at all (wasm needs the atomics build).
+pub const fn can_thread() -> bool {
+    cfg!(any(not(target_arch = "wasm32"), target_feature = "atomics"))
+}
+
+/// How many pieces to cut `work` units into: one per worker thrice over (so that a late
+/// helper costs little), never more than the units, and one when running serially.
+pub fn pieces(work: usize) -> usize {
+    match threads() {
+        1 => 1,
+        t => work.min(3 * t).max(1),
+    }
+}
+
+/// Runs `f(task, worker)` for every task in `0..tasks`, on the pool when it is free.
+pub fn run(tasks: usize, f: Task) {
+    let parallel =
+        tasks > 1 && threads() > 1 && BUSY.compare_exchange(false, true, SeqCst, SeqCst).is_ok();
+    if !parallel {
+        (0..tasks).for_each(|i| f(i, 0));
+        return;
+    }
+    let job: Task = f;
+    JOB.store(&job as *const Task as usize, SeqCst);
+    TASKS.store(tasks, SeqCst);
+    DONE.store(0, SeqCst);
+    let epoch = EPOCH.load(SeqCst).wrapping_add(1);
+    CLAIM.store((epoch as u64) << 32, SeqCst);
+    EPOCH.store(epoch, SeqCst);
+    wake_all(&EPOCH);
+    work(epoch, 0);
+    let mut spins = 0;
+    while DONE.load(SeqCst) < tasks {
+        assert!(
+            !POISONED.load(SeqCst),
+            "a helper thread of the CPU pool panicked"
+        );
+        std::hint::spin_loop();
+        spins += 1;
+    }
+    STATS[2].fetch_add(spins, SeqCst);
+    STATS[3].fetch_add(1, SeqCst);
+    let panicked = PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+    BUSY.store(false, SeqCst);
+    if let Some(payload) = panicked {
+        std::panic::resume_unwind(payload);
+    }
+}
+
+/// Set by the wasm panic hook: a helper that panics aborts (wasm has no unwinding) and will
+/// never count its task done.
+static POISONED: AtomicBool = AtomicBool::new(false);
+
+/// Marks the pool broken (see [`POISONED`]).
+pub fn poison() {
+    POISONED.store(true, SeqCst);
+}
+
+/// The first panic of a task in the current loop, raised again by the dispatcher once every
+/// task has run (unwinding earlier would free `job` while helpers still call it).
+static PANIC: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>> = std::sync::Mutex::new(None);
+
+/// A helper's life: register as the next worker (on the first call in this thread), then
+/// take tasks of every loop. Natively it never returns. In wasm it returns after sleeping
+/// idle for [`IDLE_RETURN_MS`], for the worker to call it again from its event loop: V8 moves
+/// a worker's WebAssembly to optimized code only while that worker gets back to its event
+/// loop now and then (without it, a helper ran at about a third of the engine's speed for
+/// dozens of forwards). Returns `false` when there is no room for another worker (or this
+/// build has no threads).
+pub fn helper_main() -> bool {
+    thread_local!(static ME: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    if !can_thread() {
+        return false;
+    }
+    let mut me = ME.get();
+    if me == 0 {
+        me = HELPERS.fetch_add(1, SeqCst) + 1;
+        if me >= MAX_WORKERS {
+            HELPERS.fetch_sub(1, SeqCst);
+            return false;
+        }
+        ME.set(me);
+    }
+    let mut seen = EPOCH.load(SeqCst);
+    loop {
+        let mut spins = 0;
+        while EPOCH.load(SeqCst) == seen {
+            if spins < SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+            } else if !sleep_while(&EPOCH, seen) {
+                return true;
+            }
+        }
+        seen = EPOCH.load(SeqCst);
+        if me < WANTED.load(SeqCst) {
+            work(seen, me);
+        }
+    }
+}
+
+/// How long an idle wasm helper sleeps before it returns to its event loop.
+pub const IDLE_RETURN_MS: i64 = 20;
+
+/// Claims and runs tasks of loop `epoch` until none are left (or another loop started).
+fn work(epoch: u32, me: usize) {
+    loop {
+        let claim = CLAIM.load(SeqCst);
+        if (claim >> 32) as u32 != epoch {
+            return;
+        }
+        // Read before the claim: a successful claim proves the loop was still running, so
+        // neither had been replaced.
+        let (job, tasks) = (JOB.load(SeqCst), TASKS.load(SeqCst));
+        let task = (claim & 0xffff_ffff) as usize;
+        if task >= tasks {
+            return;
+        }
+        if CLAIM
+            .compare_exchange(claim, claim + 1, SeqCst, SeqCst)
+            .is_err()
+        {
+            continue;
+        }
+        // SAFETY: `job` points at the dispatcher's `Task`, which outlives the loop: the
+        // dispatcher returns only after every claimed task counted itself done.
+        let f = unsafe { *(job as *const Task) };
+        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(task, me)))
+        {
+            PANIC
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert(payload);
+        }
+        DONE.fetch_add(1, SeqCst);
+        STATS[usize::from(me > 0)].fetch_add(1, SeqCst);
+    }
+}
+
+/// Tasks of parallel loops run by the dispatcher and by helpers, the dispatcher's spins
+/// waiting for the helpers' last tasks, and parallel loops.
+static STATS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+
+/// Reads and resets [`STATS`] (for profiles): `[dispatcher tasks, helper tasks, spins, loops]`.
+pub fn take_stats() -> [usize; 4] {
+    std::array::from_fn(|i| STATS[i].swap(0, SeqCst))
+}
+
+/// Sleeps while `word` holds `seen`; `false` when it timed out instead.
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+fn sleep_while(word: &AtomicU32, seen: u32) -> bool {
+    // SAFETY: `word` is a live, aligned u32 in the shared memory. Helpers run in Web Workers,
+    // where waiting is allowed.
+    let woke = unsafe {
+        core::arch::wasm32::memory_atomic_wait32(
+            word.as_ptr().cast(),
+            seen as i32,
+            IDLE_RETURN_MS * 1_000_000,
+        )
+    };
+    woke != 2
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+fn wake_all(word: &AtomicU32) {
+    // SAFETY: as above; notifying never blocks.
+    unsafe { core::arch::wasm32::memory_atomic_notify(word.as_ptr().cast(), u32::MAX) };
+}
+
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+fn sleep_while(_: &AtomicU32, _: u32) -> bool {
+    false
+}
+
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+fn wake_all(_: &AtomicU32) {}
+
+#[cfg(not(target_arch = "wasm32"))]
+static SLEEP: (std::sync::Mutex<()>, std::sync::Condvar) =
+    (std::sync::Mutex::new(()), std::sync::Condvar::new());
+
+#[cfg(not(target_arch = "wasm32"))]
+fn sleep_while(word: &AtomicU32, seen: u32) -> bool {
+    let guard = SLEEP.0.lock().unwrap_or_else(|e| e.into_inner());
+    if word.load(SeqCst) == seen {
+        drop(SLEEP.1.wait(guard));
+    }
+    true
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn wake_all(_: &AtomicU32) {
+    let _guard = SLEEP.0.lock().unwrap_or_else(|e| e.into_inner());
+    SLEEP.1.notify_all();
+}
+
+/// A pointer that tasks share to write disjoint parts of one buffer.
+#[derive(Clone, Copy)]
+pub struct SharedMut<T>(pub *mut T);
+
+impl<T> SharedMut<T> {
+    /// The pointer (a method, so that closures capture the whole `Sync` wrapper).
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: only used where every task writes a part of the buffer no other task touches.
+unsafe impl<T> Send for SharedMut<T> {}
+unsafe impl<T> Sync for SharedMut<T> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_task_runs_once_and_nested_loops_run_inline() {
+        set_threads(4);
+        for tasks in [0, 1, 2, 7, 100, 1000] {
+            let hits: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
+            let workers: Vec<AtomicUsize> = (0..MAX_WORKERS).map(|_| AtomicUsize::new(0)).collect();
+            run(tasks, &|i, w| {
+                let inner = AtomicUsize::new(0);
+                run(3, &|_, w2| {
+                    // a loop inside a parallel loop runs in its caller
+                    assert!(tasks < 2 || w2 == 0);
+                    inner.fetch_add(1, SeqCst);
+                });
+                assert_eq!(inner.load(SeqCst), 3);
+                hits[i].fetch_add(1, SeqCst);
+                workers[w].fetch_add(1, SeqCst);
+            });
+            assert!(hits.iter().all(|h| h.load(SeqCst) == 1), "{tasks} tasks");
+            let total: usize = workers.iter().map(|w| w.load(SeqCst)).sum();
+            assert_eq!(total, tasks);
+        }
+        set_threads(1);
+    }
+
+    #[test]
+    fn a_panicking_task_reaches_the_caller_after_the_loop() {
+        set_threads(3);
+        let finished = AtomicUsize::new(0);
+        let caught = std::panic::catch_unwind(|| {
+            run(50, &|i, _| {
+                if i == 17 {
+                    panic!("task 17");
+                }
+                finished.fetch_add(1, SeqCst);
+            })
+        });
+        assert!(caught.is_err());
+        assert_eq!(finished.load(SeqCst), 49, "the other tasks all ran");
+        let after = AtomicUsize::new(0);
+        run(10, &|_, _| {
+            after.fetch_add(1, SeqCst);
+        });
+        assert_eq!(after.load(SeqCst), 10, "the pool works after a panic");
+        set_threads(1);
+    }
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// Where a CPU forward's time goes in Chromium: webert's per-op milliseconds (summed over the ops of
+// one forward, median of --runs) for each thread count, in its Web Worker on a cross-origin
+// isolated page, so the threads build runs when threads > 1.
+//   node tests/bench/profile.mjs [--model minilm|pii] [--threads 1,2] [--tokens 128] [--runs 5]
+import { chromium } from 'playwright-core';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve } from '../../scripts/serve.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '../..');
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : dflt;
+};
+const model = arg('model', 'minilm');
+const task = model === 'pii' ? 'token-classification' : 'feature-extraction';
+const server = await serve({
+  mounts: { '/': join(here, 'page'), '/pkg/': process.env.WEBERT_PKG ?? join(root, 'www/pkg'), '/models/': join(root, 'models') },
+});
+const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'webert-profile-')), {
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  ignoreDefaultArgs: ['--headless'],
+  args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
+    '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage',
+    ...(process.env.CHROMIUM_FLAGS ?? '').split(' ').filter(Boolean)],
+});
+try {
+  // "1t": the threads build on one thread (its helpers idle)
+  for (const spec of arg('threads', '1,2').split(',')) {
+    const threads = parseInt(spec);
+    const serialThreadsBuild = spec.endsWith('t');
+    const page = await context.newPage();
+    await page.goto(`${server.url}/index.html?profile`);
+    const out = await page.evaluate(async ({ model, task, threads, tokens, runs, serialThreadsBuild }) => {
+      const { pipeline } = await import('/pkg/webert.js');
+      const p = await pipeline(task, `/models/${model}/`, { cache: false, device: 'cpu', threads: serialThreadsBuild ? 2 : threads });
+      if (serialThreadsBuild) await p.debugThreads(1);
+      const text = Array.from({ length: tokens }, (_, i) => `w${i % 50}`).join(' ');
+      const enc = [];
+      for (let i = 0; i < runs + 1; i++) enc.push(await p.debugProfile(text));
+      await p.dispose();
+      return { threads: p.info.threads, profiles: enc.slice(1) };
+    }, { model, task, threads, tokens: Number(arg('tokens', 128)) / 2, runs: Number(arg('runs', 5)), serialThreadsBuild });
+    const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
+    const kinds = Object.keys(out.profiles[0]);
+    let total = 0;
+    console.log(`\n${model}, ${spec} thread(s) asked, ${out.threads} running:`);
+    for (const k of kinds) {
+      const ms = median(out.profiles.map((p) => p[k]));
+      if (k.startsWith('pool:')) {
+        console.log(`  ${String(ms).padStart(8)}     ${k}`);
+        continue;
+      }
+      total += ms;
+      console.log(`  ${ms.toFixed(2).padStart(8)} ms  ${k}`);
+    }
+    console.log(`  ${total.toFixed(2).padStart(8)} ms  total`);
+    const totals = out.profiles.map((p) => Object.entries(p).filter(([k]) => !k.startsWith('pool:')).reduce((s, [, v]) => s + v, 0));
+    console.log(`  each run: ${totals.map((t) => t.toFixed(1)).join(' ')}`);
+    await page.close();
+  }
+} finally {
+  await context.close();
+  await server.close();
+}

@@ -316,6 +316,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(panic = "unwind")]
     fn a_panicking_task_reaches_the_caller_after_the_loop() {
         set_threads(3);
         let finished = AtomicUsize::new(0);

@@ -59,25 +59,38 @@ export function threadsPossible() {
 
 function startWasm(report, threads) {
   started ??= (async () => {
-    const threaded = threads > 1 && threadsPossible();
-    // Literal URLs and import paths, so that bundlers copy every build.
-    const url = threaded ? new URL('./webert_wasm_threads_bg.wasm', import.meta.url) : wasmUrl();
-    report?.({ stage: 'compile', file: url.pathname.split('/').pop(), bytes: 0, total: 0 });
-    try {
-      glue = threaded ? await import('./webert_wasm_threads.js') : await import('./webert_wasm.js');
-      if (isNode) {
-        const fsName = 'node:fs/promises'; // a variable, so that bundlers leave it alone
-        const fs = await import(/* @vite-ignore */ fsName);
-        await glue.default({ module_or_path: await fs.readFile(url) });
-      } else {
-        await glue.default({ module_or_path: url });
+    if (threads > 1 && threadsPossible()) {
+      try {
+        return await startBuild(report, true);
+      } catch (e) {
+        // e.g. no room for a shared memory of this size: one thread still works
+        console.warn(`webert: the threads build did not start (${e.message}); running on one thread`);
       }
-    } catch (e) {
-      started = undefined; // let a later pipeline try again
-      throw new Error(`could not start webert's WebAssembly module from ${url.href}: ${e.message}`);
     }
-  })();
+    return startBuild(report, false);
+  })().catch((e) => {
+    started = undefined; // let a later pipeline try again
+    throw e;
+  });
   return started;
+}
+
+async function startBuild(report, threaded) {
+  // Literal URLs and import paths, so that bundlers copy every build.
+  const url = threaded ? new URL('./webert_wasm_threads_bg.wasm', import.meta.url) : wasmUrl();
+  report?.({ stage: 'compile', file: url.pathname.split('/').pop(), bytes: 0, total: 0 });
+  try {
+    glue = threaded ? await import('./webert_wasm_threads.js') : await import('./webert_wasm.js');
+    if (isNode) {
+      const fsName = 'node:fs/promises'; // a variable, so that bundlers leave it alone
+      const fs = await import(/* @vite-ignore */ fsName);
+      await glue.default({ module_or_path: await fs.readFile(url) });
+    } else {
+      await glue.default({ module_or_path: url });
+    }
+  } catch (e) {
+    throw new Error(`could not start webert's WebAssembly module from ${url.href}: ${e.message}`);
+  }
 }
 
 /**

@@ -45,6 +45,16 @@ export interface PipelineOptions {
   probe?: boolean;
   /** Run in a module Web Worker (default in browsers) or in the calling thread (Node: always). */
   worker?: boolean;
+  /**
+   * CPU threads (the engine's own included). Default: half the cores, at most 4 (ONNX Runtime
+   * Web's default). More than 1 needs a cross-origin isolated page (`Cross-Origin-Opener-Policy:
+   * same-origin` and `Cross-Origin-Embedder-Policy: require-corp`) and relaxed SIMD: the threads
+   * build then runs, its helpers in Web Workers sharing its memory; elsewhere 1 thread
+   * (`ModelInfo.threads` says). Results do not depend on the thread count. The first module
+   * started in a context fixes the build: later pipelines there can use more threads only if
+   * it is the threads build.
+   */
+  threads?: number;
   onProgress?: (p: LoadProgress) => void;
   /** Same as `onProgress` (transformers.js name). */
   progress_callback?: (p: LoadProgress) => void;
@@ -74,6 +84,8 @@ export interface ModelInfo {
   backend: string;
   /** Why the GPU was given up for the CPU, if it was: a failure, or slower than the CPU at load. */
   gpu_failure: string | null;
+  /** CPU threads in use (1 on WebGPU, or where the page is not cross-origin isolated). */
+  threads: number;
   /** The CPU's integer tile for q4 (`MatMulNBits`) weights, e.g. `relaxed-simd int8` or `simd128 int16`; null when the CPU computes in f32 (`quantized: 'f32'`, or no q4 weights). */
   int_kernel: string | null;
   /** Under `device: 'auto'` with a WebGPU adapter: milliseconds of one forward of `tokens` tokens on each; the faster was kept. */
@@ -111,6 +123,8 @@ interface PipelineBase {
   debugLoseDevice(): Promise<void>;
   /** Milliseconds per GPU kernel (WebGPU with timestamp queries; else null), or per kind of op on the CPU, of one forward over `text`. */
   debugProfile(text: string): Promise<Record<string, number> | null>;
+  /** Sets the thread count of this model's WebAssembly instance (tests and profiling); resolves to the count in force. */
+  debugThreads(n: number): Promise<number>;
 }
 
 /** `true` cuts at the model's limit, a number at that many tokens; otherwise long inputs are an error. */

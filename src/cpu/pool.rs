@@ -2,7 +2,7 @@
 //! (the dispatcher) publishes the loop, wakes the helpers and takes tasks itself; tasks are
 //! claimed one by one, so a helper that wakes late takes fewer. Natively the helpers are
 //! `std` threads; in browsers they are Web Workers sharing the module's memory (the threads
-//! build), each blocked in [`helper_main`]. The dispatcher never sleeps: it spins while the
+//! build), each working in [`helper_main`]. The dispatcher never sleeps: it spins while the
 //! last tasks finish, which also works on a browser's main thread, where waiting traps.
 //!
 //! Each output element is computed by one task with the same kernel whatever the thread
@@ -98,6 +98,10 @@ pub fn run(tasks: usize, f: Task) {
         (0..tasks).for_each(|i| f(i, 0));
         return;
     }
+    // Close the previous loop before its JOB and TASKS are replaced: a helper that read its
+    // exhausted claim `(epoch, n)` and then the new, larger TASKS would otherwise claim task n
+    // of the new loop under the old epoch (and count it done for the new loop).
+    CLAIM.fetch_or(0xffff_ffff, SeqCst);
     let job: Task = f;
     JOB.store(&job as *const Task as usize, SeqCst);
     TASKS.store(tasks, SeqCst);
@@ -140,11 +144,10 @@ static PANIC: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>> = std::syn
 
 /// A helper's life: register as the next worker (on the first call in this thread), then
 /// take tasks of every loop. Natively it never returns. In wasm it returns after sleeping
-/// idle for [`IDLE_RETURN_MS`], for the worker to call it again from its event loop: V8 moves
-/// a worker's WebAssembly to optimized code only while that worker gets back to its event
-/// loop now and then (without it, a helper ran at about a third of the engine's speed for
-/// dozens of forwards). Returns `false` when there is no room for another worker (or this
-/// build has no threads).
+/// idle for [`IDLE_RETURN_MS`], for the worker to call it again from its event loop, so that
+/// the worker's isolate is not blocked for good (V8 runs a new worker's WebAssembly
+/// unoptimized for its first few forwards; the JS side warms helpers up at load). Returns
+/// `false` when there is no room for another worker (or this build has no threads).
 pub fn helper_main() -> bool {
     thread_local!(static ME: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
     if !can_thread() {
@@ -188,7 +191,7 @@ fn work(epoch: u32, me: usize) {
             return;
         }
         // Read before the claim: a successful claim proves the loop was still running, so
-        // neither had been replaced.
+        // neither had been replaced (`run` closes a loop before it replaces them).
         let (job, tasks) = (JOB.load(SeqCst), TASKS.load(SeqCst));
         let task = (claim & 0xffff_ffff) as usize;
         if task >= tasks {
@@ -311,6 +314,26 @@ mod tests {
             assert!(hits.iter().all(|h| h.load(SeqCst) == 1), "{tasks} tasks");
             let total: usize = workers.iter().map(|w| w.load(SeqCst)).sum();
             assert_eq!(total, tasks);
+        }
+        set_threads(1);
+    }
+
+    #[test]
+    fn many_short_loops_of_changing_sizes_run_each_task_once() {
+        set_threads(4);
+        for round in 0..50_000 {
+            let tasks = 1 + (round * 7) % 9;
+            let hits: Vec<AtomicUsize> = (0..9).map(|_| AtomicUsize::new(0)).collect();
+            run(tasks, &|i, _| {
+                hits[i].fetch_add(1, SeqCst);
+            });
+            for (i, h) in hits.iter().enumerate() {
+                assert_eq!(
+                    h.load(SeqCst),
+                    usize::from(i < tasks),
+                    "round {round} task {i}"
+                );
+            }
         }
         set_threads(1);
     }

@@ -1,7 +1,7 @@
 // A helper thread of the threads build: it instantiates the module on the engine's shared memory
 // and then works for the engine's CPU thread pool inside WebAssembly, coming back to this event
-// loop when idle (V8 switches a worker to optimized code only then). The engine terminates it with
-// the instance.
+// loop when idle, so that the worker is never blocked for good. The engine terminates it with the
+// instance.
 
 import { initSync, threadPoolHelper } from './webert_wasm_threads.js';
 

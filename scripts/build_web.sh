@@ -19,21 +19,22 @@ out=www/pkg
 rm -rf "$out"
 opt=tests/browser/node_modules/.bin/wasm-opt
 [ -x "$opt" ] || echo "(wasm-opt skipped: npm install in tests/browser for binaryen)"
-# name, target features, cargo target dir (one per feature set, so neither rebuild evicts the other)
 # Shared memory up to 4 GiB, imported so that helper workers can share it; the TLS exports are
 # what wasm-bindgen's thread start-up needs.
 threads_flags="-C link-arg=--shared-memory -C link-arg=--max-memory=4294967296 -C link-arg=--import-memory"
 for sym in __wasm_init_tls __tls_size __tls_align __tls_base; do threads_flags+=" -C link-arg=--export=$sym"; done
+# name, target features, cargo target dir (one per feature set, so no rebuild evicts another)
 for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxed-simd target/relaxed" \
   "webert_wasm_threads +simd128,+relaxed-simd,+atomics,+bulk-memory,+mutable-globals target/threads"; do
   read -r name features dir <<<"$build"
   glue=webert_wasm
   if [[ $features == *atomics* ]]; then
     # The atomics build needs std compiled for it: a nightly-only cargo flag, allowed on stable
-    # by RUSTC_BOOTSTRAP (needs the rust-src component, see scripts/setup.sh).
+    # by RUSTC_BOOTSTRAP (needs the rust-src component, see scripts/setup.sh). rustc warns that
+    # `atomics` is an unstable target feature; that is expected.
     glue=$name
     RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C target-feature=$features $threads_flags" cargo build --lib --release \
-      --target wasm32-unknown-unknown --target-dir "$dir" -Z build-std=std,panic_abort 2> >(grep -v "unstable feature specified\|not stably supported\|its behavior can change\|^ *|$\|^ *= note" >&2)
+      --target wasm32-unknown-unknown --target-dir "$dir" -Z build-std=std,panic_abort
   else
     RUSTFLAGS="-C target-feature=$features" cargo build --lib --release --target wasm32-unknown-unknown --target-dir "$dir"
   fi

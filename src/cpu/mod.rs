@@ -394,7 +394,7 @@ impl CpuExecutor {
                         )
                     }),
                 };
-                epilogue_rows(self.kernel, &mut dst, &epilogue);
+                parallel_epilogue(self.kernel, &mut dst, &epilogue);
                 self.bufs[out.0] = dst;
             }
             Op::Attention {
@@ -435,7 +435,7 @@ impl CpuExecutor {
 }
 
 /// Runs the epilogue over pieces of whole rows in parallel.
-fn epilogue_rows(kernel: &Kernel, dst: &mut [f32], e: &math::Epilogue) {
+fn parallel_epilogue(kernel: &Kernel, dst: &mut [f32], e: &math::Epilogue) {
     let rows = dst.len() / e.cols;
     assert!(e.residual.is_none_or(|r| r.len() == dst.len()));
     let pieces = pool::pieces(rows.div_ceil(8));

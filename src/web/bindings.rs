@@ -230,16 +230,15 @@ pub fn debug_trap_async() -> js_sys::Promise {
 /// Web Workers that run [`thread_pool_helper`].
 #[wasm_bindgen(js_name = canThread)]
 pub fn can_thread() -> bool {
-    cfg!(target_feature = "atomics")
+    crate::cpu::pool::can_thread()
 }
 
 /// Uses up to `n` threads (the caller's included) for the CPU path from the next call on,
-/// as far as helpers have started; returns the count in force now.
+/// as far as helpers have started; returns the count in force now (always 1 without the
+/// threads build, which has no helpers).
 #[wasm_bindgen(js_name = setThreads)]
 pub fn set_threads(n: usize) -> usize {
-    if can_thread() {
-        crate::cpu::pool::set_threads(n);
-    }
+    crate::cpu::pool::set_threads(n);
     crate::cpu::pool::threads()
 }
 
@@ -259,12 +258,12 @@ pub fn thread_pool_helpers() -> usize {
 
 /// The instance's memory and module, for starting helpers that share them.
 #[wasm_bindgen(js_name = sharedMemory)]
-pub fn wasm_memory() -> JsValue {
+pub fn shared_memory() -> JsValue {
     wasm_bindgen::memory()
 }
 
 #[wasm_bindgen(js_name = sharedModule)]
-pub fn wasm_module() -> JsValue {
+pub fn shared_module() -> JsValue {
     if can_thread() {
         wasm_bindgen::module()
     } else {

@@ -170,6 +170,21 @@ test('QA tab: says no checkpoint ships, then answers with a folder the user pick
   }
 });
 
+/**
+ * `all[i]`: NER ('first') of case i mod n, each equal to the golden; `trap`: the message of a
+ * forced trap; `after`: case 0 again on the restarted instance.
+ */
+function checkCallsAndTrap({ all, trap, after }, cases) {
+  all.forEach((got, i) => {
+    const c = cases[i % cases.length];
+    const want = entitiesU16(c.text, c.pipeline.first);
+    assert.deepEqual(got.map((e) => [e.entity_group, e.word, e.start, e.end]), want.map((e) => [e.entity_group, e.word, e.start, e.end]), `call ${i}`);
+    got.forEach((e, j) => assert.ok(Math.abs(e.score - want[j].score) < INT_SCORE_TOL, `call ${i}`));
+  });
+  assert.match(trap, /instance was restarted/);
+  assert.deepEqual(after.map((e) => [e.start, e.end]), entitiesU16(cases[0].text, cases[0].pipeline.first).map((e) => [e.start, e.end]));
+}
+
 test('100 overlapping calls from the page all answer correctly; a trap is survived', T, async () => {
   const cases = golden('pii.json').cases;
   const results = await page.evaluate(async (texts) => {
@@ -183,14 +198,7 @@ test('100 overlapping calls from the page all answer correctly; a trap is surviv
     return { all, trap, after };
   }, cases.map((c) => c.text));
   assert.equal(results.all.length, 100);
-  results.all.forEach((got, i) => {
-    const c = cases[i % cases.length];
-    const want = entitiesU16(c.text, c.pipeline.first);
-    assert.deepEqual(got.map((e) => [e.entity_group, e.word, e.start, e.end]), want.map((e) => [e.entity_group, e.word, e.start, e.end]), `call ${i}`);
-    got.forEach((e, j) => assert.ok(Math.abs(e.score - want[j].score) < INT_SCORE_TOL, `call ${i}`));
-  });
-  assert.match(results.trap, /instance was restarted/);
-  assert.deepEqual(results.after.map((e) => [e.start, e.end]), entitiesU16(cases[0].text, cases[0].pipeline.first).map((e) => [e.start, e.end]));
+  checkCallsAndTrap(results, cases);
 });
 
 test('the threads build: 2 threads answer the goldens, bit for bit as 1 thread, and survive a trap', T, async () => {
@@ -217,14 +225,7 @@ test('the threads build: 2 threads answer the goldens, bit for bit as 1 thread, 
   await fresh.close();
   assert.ok(r.isolated, 'the demo server sends the cross-origin isolation headers');
   assert.deepEqual(r.info, { ner: 2, one: 1, two: 2 });
-  r.all.forEach((got, i) => {
-    const c = cases[i % cases.length];
-    const want = entitiesU16(c.text, c.pipeline.first);
-    assert.deepEqual(got.map((e) => [e.entity_group, e.word, e.start, e.end]), want.map((e) => [e.entity_group, e.word, e.start, e.end]), `call ${i}`);
-    got.forEach((e, j) => assert.ok(Math.abs(e.score - want[j].score) < INT_SCORE_TOL, `call ${i}`));
-  });
-  assert.match(r.trap, /instance was restarted/);
-  assert.deepEqual(r.after.map((e) => [e.start, e.end]), entitiesU16(cases[0].text, cases[0].pipeline.first).map((e) => [e.start, e.end]));
+  checkCallsAndTrap(r, cases);
   assert.ok(r.same, 'embeddings on 2 threads (threads build, page thread) equal those on 1 (Worker)');
 });
 

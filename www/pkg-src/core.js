@@ -12,6 +12,8 @@ let started;
 let glue;
 // Web Workers helping the threads build; they belong to the current instance.
 let helpers = [];
+// Whether those helpers have run the warm-up forwards (see Model.load).
+let helpersWarm = false;
 // Bumped when a trapped instance is replaced: engines built before belong to the old one.
 let generation = 0;
 
@@ -131,6 +133,7 @@ async function useThreads(threads) {
 function stopHelpers() {
   for (const w of helpers) w.terminate();
   helpers = [];
+  helpersWarm = false;
 }
 
 export class Model {
@@ -176,12 +179,13 @@ export class Model {
     this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
     // V8 runs a new helper's WebAssembly unoptimized for its first few forwards (measured: about
     // a third of the engine's speed, so the engine waited on them): a few forwards at load, with
-    // pauses in which idle helpers return to their event loop.
-    if (this.info.threads > 1) {
+    // pauses in which idle helpers return to their event loop. Once per set of helpers.
+    if (this.info.threads > 1 && !helpersWarm) {
       for (let i = 0; i < 4; i++) {
         this.engine.warmUp(2, Math.min(128, this.info.max_length));
         await new Promise((r) => setTimeout(r, 30));
       }
+      helpersWarm = true;
     }
     if (this.engine.hasGpu() && adapter) {
       this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');

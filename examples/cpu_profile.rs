@@ -1,5 +1,5 @@
 //! Where a CPU forward pass spends its time, per kind of op: a random MiniLM-L6-shaped model
-//! (f32, or with q4 weights like the PII export: `--q4`) on 128 tokens. Needs no files, so it
+//! (f32, or with q4 weights like the PII export: `--q4`) on 128 tokens (`--tokens N`). Needs no files, so it
 //! also runs for wasm32-wasip1 in Chromium (`node tests/bench/wasi-chromium.mjs <wasm> --q4`).
 //! `--threads N`: native only, N threads.
 //! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers).
@@ -83,7 +83,10 @@ fn main() {
         Quantized::Int
     };
     let mut exec = CpuExecutor::new(plan, quantized);
-    let l = 128;
+    let l = args
+        .iter()
+        .position(|a| a == "--tokens")
+        .map_or(128, |i| args[i + 1].parse().expect("--tokens N"));
     let batch = Batch {
         ids: (0..l as u32).map(|i| 1000 + i * 7).collect(),
         type_ids: vec![0; l],

@@ -1,4 +1,6 @@
-//! GFLOP/s of every available micro-kernel on the GEMM shapes of MiniLM at 128 tokens
+//! GFLOP/s of every available micro-kernel on the GEMM shapes of MiniLM at 128 tokens (or
+//! `--tokens N`; `--cold`: weights cycle through copies of 64 MB or more, so they come from
+//! memory as in a forward pass, not from cache)
 //! (natively, or for wasm32-wasip1 in Node and Chromium: `scripts/wasm_bench.sh`), f32 and,
 //! where a kernel has one, the int8 tile on q4 weights (its results checked against the
 //! portable scalar tile's).
@@ -25,14 +27,20 @@ fn time(flop: usize, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let t = args
+        .iter()
+        .position(|a| a == "--tokens")
+        .map_or(128, |i| args[i + 1].parse().expect("--tokens N"));
+    let cold = args.iter().any(|a| a == "--cold");
     // (m, n, k): qkv, attention output, FFN in, FFN out, scores, scores · V
     let shapes = [
-        (128, 1152, 384),
-        (128, 384, 384),
-        (128, 1536, 384),
-        (128, 384, 1536),
-        (128, 128, 32),
-        (128, 32, 128),
+        (t, 1152, 384),
+        (t, 384, 384),
+        (t, 1536, 384),
+        (t, 384, 1536),
+        (t, t, 32),
+        (t, 32, t),
     ];
     for kern in available() {
         let mut line = format!("{:>16}", format!("{kern:?}"));
@@ -40,10 +48,28 @@ fn main() {
         for &(m, n, k) in &shapes {
             let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
             let b: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32 * 0.1).collect();
-            let packed = PackedB::from_nk(kern, n, k, &b, k);
-            let (mut c, mut scratch) = (vec![0.0; m * n], Vec::new());
+            let copies = if cold {
+                (64 << 20) / (4 * n * k) + 1
+            } else {
+                1
+            };
+            let packed: Vec<_> = (0..copies)
+                .map(|_| PackedB::from_nk(kern, n, k, &b, k))
+                .collect();
+            let (mut c, mut scratch, mut next) = (vec![0.0; m * n], Vec::new(), 0);
             let best = time(2 * m * n * k, || {
-                gemm(kern, m, &a, k, &packed, &mut c, n, false, &mut scratch)
+                next = (next + 1) % copies;
+                gemm(
+                    kern,
+                    m,
+                    &a,
+                    k,
+                    &packed[next],
+                    &mut c,
+                    n,
+                    false,
+                    &mut scratch,
+                )
             });
             let flop = (2 * m * n * k) as f64;
             total = (total.0 + flop, total.1 + best);

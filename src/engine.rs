@@ -421,11 +421,15 @@ impl Engine {
         crate::cpu::pool::take_stats();
         let mut kinds = cpu.profile(&batch, now_ms)?;
         if crate::cpu::pool::threads() > 1 {
-            let [mine, theirs, spins, loops] = crate::cpu::pool::take_stats();
+            let [mine, theirs, spins, loops, idle_spins] = crate::cpu::pool::take_stats();
             kinds.push(("pool: tasks run by the caller".into(), mine as f64));
             kinds.push(("pool: tasks run by helpers".into(), theirs as f64));
             kinds.push(("pool: parallel loops".into(), loops as f64));
             kinds.push(("pool: caller's spins waiting".into(), spins as f64));
+            kinds.push((
+                "pool: helpers' spins between loops".into(),
+                idle_spins as f64,
+            ));
         }
         Ok(kinds)
     }

@@ -192,6 +192,7 @@ impl CpuExecutor {
         for i in 0..end {
             self.run(i, batch);
         }
+        pool::rest();
         Ok(Output {
             hidden: self.bufs[self.plan.hidden.0].clone(),
             logits: if head {
@@ -221,6 +222,7 @@ impl CpuExecutor {
                 None => totals.push((kind, ms)),
             }
         }
+        pool::rest();
         Ok(totals)
     }
 
@@ -261,6 +263,7 @@ impl CpuExecutor {
         for i in self.plan.encoder_ops..self.plan.ops.len() {
             self.run(i, batch);
         }
+        pool::rest();
         Ok(self.plan.logits.map(|id| self.bufs[id.0].clone()))
     }
 

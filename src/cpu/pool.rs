@@ -32,10 +32,13 @@ static JOB: AtomicUsize = AtomicUsize::new(0);
 static TASKS: AtomicUsize = AtomicUsize::new(0);
 static DONE: AtomicUsize = AtomicUsize::new(0);
 
+/// Set by [`rest`] until the next loop: idle helpers sleep at once instead of spinning.
+static RESTING: AtomicBool = AtomicBool::new(false);
+
 /// Spins of an idle helper before it sleeps: consecutive loops of one forward pass are
 /// usually closer together than a wake-up takes (in browsers, often hundreds of µs). Native
 /// spins pause (tens of ns each), wasm's do not: both come to a few milliseconds.
-const SPINS: u32 = if cfg!(target_arch = "wasm32") {
+pub const SPINS: u32 = if cfg!(target_arch = "wasm32") {
     1 << 22
 } else {
     1 << 16
@@ -64,6 +67,13 @@ pub fn set_threads(n: usize) {
             std::thread::yield_now();
         }
     }
+}
+
+/// Tells idle helpers that no loop follows soon (a forward pass ended): they sleep now
+/// instead of spinning, which would take cores from the page (and other engines) and drain
+/// batteries. The next loop wakes them.
+pub fn rest() {
+    RESTING.store(true, SeqCst);
 }
 
 /// Workers the next loop may use: those wanted and started.
@@ -108,6 +118,7 @@ pub fn run(tasks: usize, f: Task) {
     DONE.store(0, SeqCst);
     let epoch = EPOCH.load(SeqCst).wrapping_add(1);
     CLAIM.store((epoch as u64) << 32, SeqCst);
+    RESTING.store(false, SeqCst);
     EPOCH.store(epoch, SeqCst);
     wake_all(&EPOCH);
     work(epoch, 0);
@@ -163,17 +174,32 @@ pub fn helper_main() -> bool {
         ME.set(me);
     }
     let mut seen = EPOCH.load(SeqCst);
+    // A call (the first, or again after an idle timeout) sleeps until a loop comes; helpers
+    // spin (`Some(spins so far)`) only between the loops of a burst.
+    let mut spinning: Option<u32> = None;
     loop {
-        let mut spins = 0;
         while EPOCH.load(SeqCst) == seen {
-            if spins < SPINS {
-                spins += 1;
-                std::hint::spin_loop();
-            } else if !sleep_while(&EPOCH, seen) {
-                return true;
+            match spinning {
+                Some(n) if n < SPINS && !RESTING.load(SeqCst) => {
+                    spinning = Some(n + 1);
+                    std::hint::spin_loop();
+                }
+                _ => {
+                    if let Some(n) = spinning.take() {
+                        STATS[4].fetch_add(n as usize, SeqCst);
+                    }
+                    SLEEPS.fetch_add(1, SeqCst);
+                    if !sleep_while(&EPOCH, seen) {
+                        return true;
+                    }
+                }
             }
         }
+        if let Some(n) = spinning {
+            STATS[4].fetch_add(n as usize, SeqCst);
+        }
         seen = EPOCH.load(SeqCst);
+        spinning = Some(0);
         if me < WANTED.load(SeqCst) {
             work(seen, me);
         }
@@ -219,11 +245,21 @@ fn work(epoch: u32, me: usize) {
 }
 
 /// Tasks of parallel loops run by the dispatcher and by helpers, the dispatcher's spins
-/// waiting for the helpers' last tasks, and parallel loops.
-static STATS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+/// waiting for the helpers' last tasks, parallel loops, and the helpers' spins waiting for
+/// the next loop.
+static STATS: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
 
-/// Reads and resets [`STATS`] (for profiles): `[dispatcher tasks, helper tasks, spins, loops]`.
-pub fn take_stats() -> [usize; 4] {
+/// Times a helper went to sleep.
+static SLEEPS: AtomicUsize = AtomicUsize::new(0);
+
+/// Times a helper went to sleep, ever (for tests and diagnostics).
+pub fn helper_sleeps() -> usize {
+    SLEEPS.load(SeqCst)
+}
+
+/// Reads and resets [`STATS`] (for profiles): `[dispatcher tasks, helper tasks, dispatcher
+/// spins, loops, helper spins]`.
+pub fn take_stats() -> [usize; 5] {
     std::array::from_fn(|i| STATS[i].swap(0, SeqCst))
 }
 
@@ -289,75 +325,3 @@ impl<T> SharedMut<T> {
 // SAFETY: only used where every task writes a part of the buffer no other task touches.
 unsafe impl<T> Send for SharedMut<T> {}
 unsafe impl<T> Sync for SharedMut<T> {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_task_runs_once_and_nested_loops_run_inline() {
-        set_threads(4);
-        for tasks in [0, 1, 2, 7, 100, 1000] {
-            let hits: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
-            let workers: Vec<AtomicUsize> = (0..MAX_WORKERS).map(|_| AtomicUsize::new(0)).collect();
-            run(tasks, &|i, w| {
-                let inner = AtomicUsize::new(0);
-                run(3, &|_, w2| {
-                    // a loop inside a parallel loop runs in its caller
-                    assert!(tasks < 2 || w2 == 0);
-                    inner.fetch_add(1, SeqCst);
-                });
-                assert_eq!(inner.load(SeqCst), 3);
-                hits[i].fetch_add(1, SeqCst);
-                workers[w].fetch_add(1, SeqCst);
-            });
-            assert!(hits.iter().all(|h| h.load(SeqCst) == 1), "{tasks} tasks");
-            let total: usize = workers.iter().map(|w| w.load(SeqCst)).sum();
-            assert_eq!(total, tasks);
-        }
-        set_threads(1);
-    }
-
-    #[test]
-    fn many_short_loops_of_changing_sizes_run_each_task_once() {
-        set_threads(4);
-        for round in 0..50_000 {
-            let tasks = 1 + (round * 7) % 9;
-            let hits: Vec<AtomicUsize> = (0..9).map(|_| AtomicUsize::new(0)).collect();
-            run(tasks, &|i, _| {
-                hits[i].fetch_add(1, SeqCst);
-            });
-            for (i, h) in hits.iter().enumerate() {
-                assert_eq!(
-                    h.load(SeqCst),
-                    usize::from(i < tasks),
-                    "round {round} task {i}"
-                );
-            }
-        }
-        set_threads(1);
-    }
-
-    #[test]
-    #[cfg(panic = "unwind")]
-    fn a_panicking_task_reaches_the_caller_after_the_loop() {
-        set_threads(3);
-        let finished = AtomicUsize::new(0);
-        let caught = std::panic::catch_unwind(|| {
-            run(50, &|i, _| {
-                if i == 17 {
-                    panic!("task 17");
-                }
-                finished.fetch_add(1, SeqCst);
-            })
-        });
-        assert!(caught.is_err());
-        assert_eq!(finished.load(SeqCst), 49, "the other tasks all ran");
-        let after = AtomicUsize::new(0);
-        run(10, &|_, _| {
-            after.fetch_add(1, SeqCst);
-        });
-        assert_eq!(after.load(SeqCst), 10, "the pool works after a panic");
-        set_threads(1);
-    }
-}

@@ -7,7 +7,7 @@
 //   /tjs/      @huggingface/transformers/dist/   /ort/  onnxruntime-web/dist/  (no CDN)
 //   /models/   models/            (models/pii, models/minilm, models/bench/tjs-minilm)
 // Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
-//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--models minilm,pii] [--tokens 15,128] [--serve]
+//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--serve]
 // --no-worker: webert on the page's thread (its browser default is a Web Worker).
 import { chromium } from 'playwright-core';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -72,7 +72,7 @@ async function main() {
       // Headless WebGPU is SwiftShader here (seconds per call): fewer runs for those rows.
       const [n, w] = device === 'webgpu' ? [Number(arg('gpu-runs', 3)), 1] : [runs, warmup];
       const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&device=${device}` +
-        (flag('no-worker') ? '&worker=0' : '') +
+        (flag('no-worker') ? '&worker=0' : '') + (arg('order') ? `&order=${arg('order')}` : '') +
         (arg('models') ? `&models=${arg('models')}` : '') + (arg('tokens') ? `&tokens=${arg('tokens')}` : '');
       console.error(`> ${url}`);
       await page.goto(url);
@@ -101,7 +101,8 @@ function print(results) {
   if (!first) return;
   console.log(`\n${first.userAgent}\ncrossOriginIsolated=${first.crossOriginIsolated} ` +
     `hardwareConcurrency=${first.hardwareConcurrency}; median of ${first.runs} runs after ${first.warmup} warm-up; ` +
-    'webert and transformers.js calls alternate; wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread' +
+    (first.order === 'blocks' ? 'each engine\'s calls back to back (order=blocks); ' : 'webert and transformers.js calls alternate; ') +
+    'wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread' +
     (first.worker ? ' (webert computes in its Web Worker)' : ' (webert in that thread too: --no-worker)'));
   const head = ['model', 'device', 'tokens', 'threads', 'webert ms', 'transformers.js ms', 'ratio tjs/webert', 'min webert', 'min tjs', 'webert engine ms', 'agree'];
   const rows = [];

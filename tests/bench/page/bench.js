@@ -13,6 +13,9 @@ const device = q.get('device') ?? 'wasm';
 // webert's default in browsers is a Web Worker (two thread hops per call); worker=0 runs it on the
 // page's thread, as transformers.js does here.
 const inWorker = q.get('worker') !== '0';
+// 'alternate' (default): webert and transformers.js take turns call by call; 'blocks': all of one
+// engine's calls, then all of the other's (each keeps its caches warm, as in a page using one).
+const order = q.get('order') ?? 'alternate';
 const wanted = (q.get('models') ?? 'minilm,pii').split(',');
 const tokenTargets = (q.get('tokens') ?? '15,128').split(',').map(Number);
 const out = document.getElementById('out');
@@ -60,18 +63,25 @@ function textWithTokens(tokenizer, n) {
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 
 // Warm up both, then alternate webert / transformers.js call by call, so that load from other
-// processes on a shared machine falls on both sides alike.
+// processes on a shared machine falls on both sides alike (or, with order=blocks, one engine's
+// warm-up and runs, then the other's).
 async function timePair(fa, fb) {
-  for (let i = 0; i < warmup; i++) { if (fa) await fa(); await fb(); }
   const a = { ms: [] }, b = { ms: [] };
-  for (let i = 0; i < runs; i++) {
-    for (const [f, r] of [[fa, a], [fb, b]]) {
-      if (!f) continue;
-      const t0 = performance.now();
-      r.last = await f();
-      r.ms.push(performance.now() - t0);
-      if (typeof r.last?.ms === 'number') (r.engine ??= []).push(r.last.ms);
+  const time = async (f, r) => {
+    const t0 = performance.now();
+    r.last = await f();
+    r.ms.push(performance.now() - t0);
+    if (typeof r.last?.ms === 'number') (r.engine ??= []).push(r.last.ms);
+  };
+  const both = [[fa, a], [fb, b]].filter(([f]) => f);
+  if (order === 'blocks') {
+    for (const [f, r] of both) {
+      for (let i = 0; i < warmup; i++) await f();
+      for (let i = 0; i < runs; i++) await time(f, r);
     }
+  } else {
+    for (let i = 0; i < warmup; i++) for (const [f] of both) await f();
+    for (let i = 0; i < runs; i++) for (const [f, r] of both) await time(f, r);
   }
   for (const r of [a, b]) { r.median = median(r.ms); r.min = Math.min(...r.ms); }
   return [fa ? a : null, b];
@@ -99,7 +109,7 @@ function compare(key, w, t) {
 
 async function main() {
   const res = {
-    threads, device, runs, warmup, worker: inWorker, crossOriginIsolated: self.crossOriginIsolated,
+    threads, device, runs, warmup, order, worker: inWorker, crossOriginIsolated: self.crossOriginIsolated,
     hardwareConcurrency: navigator.hardwareConcurrency, userAgent: navigator.userAgent, rows: [],
   };
   if (device === 'webgpu') {

@@ -16,6 +16,8 @@ t=models/bench/tjs-minilm
 mkdir -p "$t/onnx"
 [ "$t/onnx/model.onnx" -nt models/bench/minilm.onnx ] || cp models/bench/minilm.onnx "$t/onnx/model.onnx"
 cp models/minilm/config.json models/minilm/tokenizer.json models/minilm/tokenizer_config.json "$t/"
+[ -d tests/browser/node_modules/playwright-core ] ||
+  { echo "missing tests/browser/node_modules (scripts/setup.sh): the bench launches Chromium as the browser tests do" >&2; exit 1; }
 if [ ! -d tests/bench/node_modules/@huggingface/transformers ] || [ tests/bench/package-lock.json -nt tests/bench/node_modules ]; then
   (cd tests/bench && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --ignore-scripts)
 fi

@@ -2,19 +2,10 @@
 // CPU time Chromium burns while webert sits idle after some calls (threads build, cross-origin
 // isolated page): helpers must sleep between calls, not spin.
 //   node tests/bench/idle.mjs [--threads 2] [--idle-ms 3000]
-import { chromium } from 'playwright-core';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync, readdirSync } from 'node:fs';
 import { serve } from '../../scripts/serve.mjs';
+import { arg, launch, webertMounts } from './chromium.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '../..');
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-};
 const threads = Number(arg('threads', 2));
 const idleMs = Number(arg('idle-ms', 3000));
 // Clock ticks (user + system) of every Chromium process.
@@ -30,15 +21,8 @@ const chromiumTicks = () => {
   }
   return ticks;
 };
-const server = await serve({
-  mounts: { '/': join(here, 'page'), '/pkg/': process.env.WEBERT_PKG ?? join(root, 'www/pkg'), '/models/': join(root, 'models') },
-});
-const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'webert-idle-')), {
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  ignoreDefaultArgs: ['--headless'],
-  args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage'],
-});
+const server = await serve({ mounts: webertMounts() });
+const { context, close } = await launch({ webgpu: false });
 try {
   const page = await context.newPage();
   await page.goto(`${server.url}/index.html?profile`);
@@ -61,6 +45,6 @@ try {
   console.log(`${running} thread(s): Chromium used ${(100 * idle).toFixed(1)}% of a core while idle (2 s after loading) ` +
     `and ${(100 * after).toFixed(1)}% right after one more call, over ${idleMs} ms each`);
 } finally {
-  await context.close();
+  await close();
   await server.close();
 }

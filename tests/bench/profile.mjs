@@ -3,31 +3,13 @@
 // one forward, median of --runs) for each thread count, in its Web Worker on a cross-origin
 // isolated page, so the threads build runs when threads > 1.
 //   node tests/bench/profile.mjs [--model minilm|pii] [--threads 1,2] [--tokens 128] [--runs 5]
-import { chromium } from 'playwright-core';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { serve } from '../../scripts/serve.mjs';
+import { arg, launch, webertMounts } from './chromium.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '../..');
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-};
 const model = arg('model', 'minilm');
 const task = model === 'pii' ? 'token-classification' : 'feature-extraction';
-const server = await serve({
-  mounts: { '/': join(here, 'page'), '/pkg/': process.env.WEBERT_PKG ?? join(root, 'www/pkg'), '/models/': join(root, 'models') },
-});
-const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'webert-profile-')), {
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  ignoreDefaultArgs: ['--headless'],
-  args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage',
-    ...(process.env.CHROMIUM_FLAGS ?? '').split(' ').filter(Boolean)],
-});
+const server = await serve({ mounts: webertMounts() });
+const { context, close } = await launch({ webgpu: false });
 try {
   // "1t": the threads build on one thread (its helpers idle)
   for (const spec of arg('threads', '1,2').split(',')) {
@@ -64,6 +46,6 @@ try {
     await page.close();
   }
 } finally {
-  await context.close();
+  await close();
   await server.close();
 }

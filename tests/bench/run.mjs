@@ -9,30 +9,19 @@
 // Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
 //   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--serve]
 // --no-worker: webert on the page's thread (its browser default is a Web Worker).
-import { chromium } from 'playwright-core';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { serve } from '../../scripts/serve.mjs';
+import { arg, flag, here, launch, root, webertMounts } from './chromium.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, '../..');
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
-const flag = (name) => process.argv.includes(`--${name}`);
 const runs = Number(arg('runs', 20));
 const warmup = Number(arg('warmup', 3));
 const threadList = arg('threads', '1,2').split(',').map(Number);
 
 const mounts = {
-  '/': join(here, 'page'),
-  '/pkg/': process.env.WEBERT_PKG ?? join(root, 'www/pkg'),
+  ...webertMounts(),
   '/tjs/': join(here, 'node_modules/@huggingface/transformers/dist'),
   '/ort/': join(here, 'node_modules/onnxruntime-web/dist'),
-  '/models/': join(root, 'models'),
 };
 const server = await serve({ mounts, port: Number(arg('port', flag('serve') ? 8081 : 0)) });
 if (flag('serve')) {
@@ -46,15 +35,7 @@ if (flag('serve')) {
 }
 
 async function main() {
-  const dir = mkdtempSync(join(tmpdir(), 'webert-bench-chromium-'));
-  const context = await chromium.launchPersistentContext(dir, {
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    ignoreDefaultArgs: ['--headless'],
-    args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage', '--enable-unsafe-webgpu',
-      ...(process.env.CHROMIUM_FLAGS ?? '').split(' ').filter(Boolean)],
-    viewport: { width: 1100, height: 900 },
-  });
+  const { context, close } = await launch();
   const results = [];
   try {
     const configs = threadList.map((threads) => ({ threads, device: 'wasm' }));
@@ -86,8 +67,7 @@ async function main() {
       results.push(res);
     }
   } finally {
-    await context.close();
-    rmSync(dir, { recursive: true, force: true });
+    await close();
   }
   print(results);
   const outDir = join(root, 'target/bench-browser');

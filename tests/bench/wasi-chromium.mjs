@@ -4,18 +4,13 @@
 // browser's V8, which can differ from Node's (scripts/wasm_bench.sh).
 //   node tests/bench/wasi-chromium.mjs [--worker] program.wasm [args...]
 // --worker runs it in a dedicated Web Worker (where the npm package computes) instead of the page.
-import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
+import { launch } from './chromium.mjs';
 
 const inWorker = process.argv[2] === '--worker';
 const [wasm, ...args] = process.argv.slice(inWorker ? 3 : 2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  ignoreDefaultArgs: ['--headless'],
-  args: ['--headless=new', '--no-sandbox'],
-});
+const { page, close } = await launch({ webgpu: false });
 try {
-  const page = await browser.newPage();
   const job = { b64: readFileSync(wasm).toString('base64'), args };
   const out = inWorker
     ? await page.evaluate(({ source, job }) => new Promise((done) => {
@@ -27,7 +22,7 @@ try {
     : await page.evaluate(run, job);
   process.stdout.write(out);
 } finally {
-  await browser.close();
+  await close();
 }
 
 async function run({ b64, args }) {

@@ -6,12 +6,14 @@ import { join } from 'node:path';
 
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
-/** A persistent context (service workers and the Cache API behave as for a real user). */
-export async function launch({ webgpu = true, viewport = { width: 1100, height: 900 } } = {}) {
+/** A persistent context (service workers and the Cache API behave as for a real user); more
+ * Chromium flags in `args` and in the CHROMIUM_FLAGS environment variable. */
+export async function launch({ webgpu = true, viewport = { width: 1100, height: 900 }, args: extra = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'webert-chromium-'));
   const args = [
     '--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
     '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage',
+    ...extra, ...(process.env.CHROMIUM_FLAGS ?? '').split(' ').filter(Boolean),
   ];
   if (webgpu) args.push('--enable-unsafe-webgpu');
   const context = await chromium.launchPersistentContext(dir, {

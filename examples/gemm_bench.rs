@@ -47,19 +47,9 @@ fn main() {
     for kern in available() {
         for &(m, n, k) in &shapes {
             let packed = PackedB::from_nk(kern, n, k, &vec![0.5; n * k], k);
-            let (mut c, mut scratch) = (vec![0.0; m * n], Vec::new());
+            let (a, mut c, mut scratch) = (vec![0.5; m * k], vec![0.0; m * n], Vec::new());
             for _ in 0..(1e9 / (2 * m * n * k) as f64) as usize + 1 {
-                gemm(
-                    kern,
-                    m,
-                    &vec![0.5; m * k],
-                    k,
-                    &packed,
-                    &mut c,
-                    n,
-                    false,
-                    &mut scratch,
-                );
+                gemm(kern, m, &a, k, &packed, &mut c, n, false, &mut scratch);
             }
         }
     }

@@ -185,9 +185,7 @@ pub fn helper_main() -> bool {
                     std::hint::spin_loop();
                 }
                 _ => {
-                    if let Some(n) = spinning.take() {
-                        STATS[4].fetch_add(n as usize, SeqCst);
-                    }
+                    count_spins(spinning.take());
                     SLEEPS.fetch_add(1, SeqCst);
                     if !sleep_while(&EPOCH, seen) {
                         return true;
@@ -195,9 +193,7 @@ pub fn helper_main() -> bool {
                 }
             }
         }
-        if let Some(n) = spinning {
-            STATS[4].fetch_add(n as usize, SeqCst);
-        }
+        count_spins(spinning);
         seen = EPOCH.load(SeqCst);
         spinning = Some(0);
         if me < WANTED.load(SeqCst) {
@@ -248,6 +244,13 @@ fn work(epoch: u32, me: usize) {
 /// waiting for the helpers' last tasks, parallel loops, and the helpers' spins waiting for
 /// the next loop.
 static STATS: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
+
+/// Adds a helper's spins between two loops (if it was spinning) to [`STATS`].
+fn count_spins(spinning: Option<u32>) {
+    if let Some(n) = spinning {
+        STATS[4].fetch_add(n as usize, SeqCst);
+    }
+}
 
 /// Times a helper went to sleep.
 static SLEEPS: AtomicUsize = AtomicUsize::new(0);

@@ -18,6 +18,7 @@ fi
 out=www/pkg
 rm -rf "$out"
 opt=tests/browser/node_modules/.bin/wasm-opt
+source scripts/wasm_flags.sh
 [ -x "$opt" ] || echo "(wasm-opt skipped: npm install in tests/browser for binaryen)"
 # Shared memory up to 4 GiB, imported so that helper workers can share it; the TLS exports are
 # what wasm-bindgen's thread start-up needs.
@@ -33,10 +34,10 @@ for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxe
     # by RUSTC_BOOTSTRAP (needs the rust-src component, see scripts/setup.sh). rustc warns that
     # `atomics` is an unstable target feature; that is expected.
     glue=$name
-    RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C target-feature=$features $threads_flags" cargo build --lib --release \
+    RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C target-feature=$features $wasm_codegen $threads_flags" cargo build --lib --release \
       --target wasm32-unknown-unknown --target-dir "$dir" -Z build-std=std,panic_abort
   else
-    RUSTFLAGS="-C target-feature=$features" cargo build --lib --release --target wasm32-unknown-unknown --target-dir "$dir"
+    RUSTFLAGS="-C target-feature=$features $wasm_codegen" cargo build --lib --release --target wasm32-unknown-unknown --target-dir "$dir"
   fi
   tmp=$(mktemp -d)
   wasm-bindgen --target web --out-dir "$tmp" --out-name "$glue" --experimental-reset-state-function \

@@ -9,16 +9,17 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # The GPU tests must find the lavapipe adapter here instead of skipping.
 export WEBERT_REQUIRE_GPU=1
 cargo test --all-targets
-RUSTFLAGS="-C target-feature=+simd128" cargo build --lib --release --target wasm32-unknown-unknown
+source scripts/wasm_flags.sh
+RUSTFLAGS="-C target-feature=+simd128 $wasm_codegen" cargo build --lib --release --target wasm32-unknown-unknown
 echo "wasm32 (simd128) library build: ok"
 # The same code as WebAssembly with simd128, run in Node's WASI: kernels (simd128 GEMM against a
 # naive reference), ONNX import, and the tiny model families against PyTorch. (The real-model
 # goldens pass there too, but Node 20 WASI crashes intermittently around them; see wasi-run.mjs.)
-CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings scripts/wasi-run.mjs" RUSTFLAGS="-C target-feature=+simd128" \
+CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings scripts/wasi-run.mjs" RUSTFLAGS="-C target-feature=+simd128 $wasm_codegen" \
   cargo test --release --target wasm32-wasip1 --lib --test families
 # Again with relaxed-simd (the FMA kernel of the package's second binary; its own target dir).
 CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings --experimental-wasm-relaxed-simd scripts/wasi-run.mjs" \
-  RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
+  RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd $wasm_codegen" \
   cargo test --release --target wasm32-wasip1 --target-dir target/relaxed --lib --test families
 # The browser product: the npm package (wasm-bindgen + JS wrapper) in Node against the goldens,
 # then in headless Chromium: the demo page's tabs, 100 overlapping calls, offline, no WebGPU,

@@ -6,9 +6,10 @@
 # bench_browser.sh), whose newer V8 can rank the kernels differently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/wasm_flags.sh
 for build in "+simd128 target" "+simd128,+relaxed-simd target/relaxed"; do
   read -r features dir <<<"$build"
-  RUSTFLAGS="-C target-feature=$features" cargo build --release --target wasm32-wasip1 --target-dir "$dir" \
+  RUSTFLAGS="-C target-feature=$features $wasm_codegen" cargo build --release --target wasm32-wasip1 --target-dir "$dir" \
     --example gemm_bench --example wasm_bench
   bin=$dir/wasm32-wasip1/release/examples
   flags=(--no-warnings)

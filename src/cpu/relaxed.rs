@@ -1,9 +1,15 @@
 //! WebAssembly `relaxed-simd` micro-kernel: the `simd128` tile body with fused multiply-add
-//! (`f32x4.relaxed_madd`, an FMA where the CPU has one), 4 rows × 8 columns. LLVM hoists all
-//! `MR` A splats of a step, so a tile needs MR·NV accumulators + NV B vectors + MR splats of
-//! V8's 15 registers: 4x8 takes 14. In Chromium 156 (`examples/gemm_bench.rs`), 4x8, 3x12 and
-//! 2x16 all run about 1.25x the plain `simd128` kernel; 5x8 (17 registers) spills and is slower
-//! than `simd128`, though it is the fastest in Node 20's older V8.
+//! (`f32x4.relaxed_madd`, an FMA where the CPU has one), 6 rows × 8 columns. A tile needs
+//! MR·NV accumulators + NV B vectors + the A splats live at once of V8's 15 registers.
+//!
+//! 6x8 (12 + 2 + 1) fits only when LLVM emits each row's splat next to its two FMAs, which it
+//! does with loop strength reduction off (`-C llvm-args=-disable-lsr`, which also folds the
+//! tile's constant address offsets into its loads). The package's builds pass that flag with
+//! `--cfg webert_no_lsr` (`scripts/wasm_flags.sh`). With LSR on, LLVM groups the FMAs by B
+//! vector, all six splats are live, and 6x8 spills (about 0.7x the speed of 4x8), so such
+//! builds keep 4x8. In Chromium 156 (`examples/gemm_bench.rs`), 6x8 without LSR runs
+//! 1.1–1.2x 4x8 on MiniLM's shapes at 128 tokens (weights hot or cold) and about equal at
+//! 15 tokens.
 
 use super::kernels::{Kernel, QKernel, QTile};
 use super::simd128::tile_with;
@@ -12,6 +18,9 @@ use std::arch::wasm32::*;
 super::math::row_ops!(FusedF32x4);
 super::simd128::f32x4_lanes!(FusedF32x4, |a, b, c| f32x4_relaxed_madd(a, b, c));
 
+#[cfg(webert_no_lsr)]
+const MR: usize = 6;
+#[cfg(not(webert_no_lsr))]
 const MR: usize = 4;
 const NV: usize = 2;
 

@@ -167,8 +167,11 @@ pub unsafe fn gemm_shared(
             let a_block = &a_pack[strips * mr * k0..strips * mr * (k0 + kcb)];
             for p in span.clone() {
                 let cols = nr.min(n - p * nr);
-                let b_panel = &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kcb) * nr];
+                let block = |p: usize| &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kcb) * nr];
+                let b_panel = block(p);
+                let next = if p + 1 < span.end { block(p + 1) } else { &[] };
                 for s in 0..strips {
+                    touch_part(next, s, strips);
                     let rows = mr.min(m - s * mr);
                     let a_strip = &a_block[s * kcb * mr..(s + 1) * kcb * mr];
                     // SAFETY: the strip holds kcb*mr floats and the panel kcb*nr (asserted by
@@ -192,6 +195,19 @@ pub unsafe fn gemm_shared(
             k0 += kcb;
         }
     });
+}
+
+/// Reads one float per 64-byte cache line of part `part` of `parts` equal parts of `next`.
+/// Spread over the strips of one panel, this loads the next panel's weights while this one
+/// computes (WebAssembly has no prefetch instruction); without it, the first strip over each
+/// panel waits on memory. The int8 GEMM got slower with it (its weights are 4x smaller).
+#[inline]
+fn touch_part(next: &[f32], part: usize, parts: usize) {
+    let lines = next.len().div_ceil(16);
+    for l in part * lines / parts..(part + 1) * lines / parts {
+        // SAFETY: 16 * l < next.len(); a volatile read is never optimized away.
+        unsafe { std::ptr::read_volatile(next.as_ptr().add(16 * l)) };
+    }
 }
 
 /// `panel[kk][j] = src[kk * ld + c0 + j]` for a full panel of `NR` columns.

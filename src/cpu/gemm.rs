@@ -166,9 +166,9 @@ pub unsafe fn gemm_shared(
             let kcb = kc.min(k - k0);
             let a_block = &a_pack[strips * mr * k0..strips * mr * (k0 + kcb)];
             let per_strip = lines_per_strip(kcb * nr, strips);
+            let block = |p: usize| &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kcb) * nr];
             for p in span.clone() {
                 let cols = nr.min(n - p * nr);
-                let block = |p: usize| &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kcb) * nr];
                 let b_panel = block(p);
                 let next = if p + 1 < span.end { block(p + 1) } else { &[] };
                 for s in 0..strips {

@@ -11,6 +11,7 @@ pub static KERNEL: Kernel = Kernel {
     mr: MR,
     nr: NR,
     tile,
+    tails: &[],
     ops: &ROW_OPS,
     quant: None,
 };

@@ -175,12 +175,16 @@ pub unsafe fn gemm_shared(
                     touch_lines(next, s * per_strip, per_strip);
                     let rows = mr.min(m - s * mr);
                     let a_strip = &a_block[s * kcb * mr..(s + 1) * kcb * mr];
+                    let tile = match kern.tails.get(rows - 1) {
+                        Some(&short) if rows < mr => short,
+                        _ => kern.tile,
+                    };
                     // SAFETY: the strip holds kcb*mr floats and the panel kcb*nr (asserted by
                     // the slicing above); the kernel writes only rows < `rows` and cols <
                     // `cols` of this panel's columns of C, inside C by the length assert and
                     // written by no other piece.
                     unsafe {
-                        (kern.tile)(
+                        tile(
                             kcb,
                             a_strip.as_ptr(),
                             b_panel.as_ptr(),
@@ -331,6 +335,10 @@ mod tests {
                 (128, 96, 64),
                 (3, 70, 513),
                 (31, 17, 1),
+                // last strips of every height below 4 and 6 (the short-strip tiles)
+                (2, 9, 40),
+                (14, 10, 9),
+                (16, 24, 70),
             ] {
                 let a = rand_vec(m * k, 1 + m as u64);
                 let b = rand_vec(n * k, 2 + n as u64);

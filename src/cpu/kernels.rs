@@ -18,6 +18,9 @@ pub struct Kernel {
     pub mr: usize,
     pub nr: usize,
     pub tile: TileFn,
+    /// Tiles for a last strip of fewer real rows (`tails[rows - 1]`, reading the same `mr`-row
+    /// strip layout), so that its zero padding is not computed; empty where `tile` is used.
+    pub tails: &'static [TileFn],
     /// Elementwise row ops compiled for the same ISA.
     pub ops: &'static super::math::RowOps,
     /// The integer-dot tile for block-quantized weights, where this ISA has a fast one.

@@ -11,7 +11,7 @@
 //! 1.1–1.2x 4x8 on MiniLM's shapes at 128 tokens (weights hot or cold) and about equal at
 //! 15 tokens.
 
-use super::kernels::{Kernel, QKernel, QTile};
+use super::kernels::{Kernel, QKernel, QTile, TileFn};
 use super::simd128::tile_with;
 use std::arch::wasm32::*;
 
@@ -29,6 +29,7 @@ pub static KERNEL: Kernel = Kernel {
     mr: MR,
     nr: 4 * NV,
     tile,
+    tails: TAILS,
     ops: &ROW_OPS,
     quant: Some(&QUANT),
 };
@@ -115,7 +116,29 @@ unsafe fn tile(
     accumulate: bool,
 ) {
     let madd = |x, y, z| f32x4_relaxed_madd(x, y, z);
-    tile_with::<MR, NV>(k, a, b, c, ldc, rows, cols, accumulate, madd)
+    tile_with::<MR, NV, MR>(k, a, b, c, ldc, rows, cols, accumulate, madd)
+}
+
+#[cfg(webert_no_lsr)]
+const TAILS: &[TileFn] = &[tail::<1>, tail::<2>, tail::<3>, tail::<4>, tail::<5>];
+#[cfg(not(webert_no_lsr))]
+const TAILS: &[TileFn] = &[tail::<1>, tail::<2>, tail::<3>];
+
+/// # Safety
+/// As [`tile_with`], for a strip of `R` rows packed `MR` wide.
+#[allow(clippy::too_many_arguments)]
+unsafe fn tail<const R: usize>(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+    accumulate: bool,
+) {
+    let madd = |x, y, z| f32x4_relaxed_madd(x, y, z);
+    tile_with::<R, NV, MR>(k, a, b, c, ldc, rows, cols, accumulate, madd)
 }
 
 /// # Safety

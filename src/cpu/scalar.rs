@@ -10,6 +10,7 @@ pub static KERNEL: Kernel = Kernel {
     mr: MR,
     nr: NR,
     tile,
+    tails: &[],
     ops: &ROW_OPS,
     quant: Some(&QUANT),
 };

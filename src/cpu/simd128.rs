@@ -13,6 +13,7 @@ pub static KERNEL: Kernel = Kernel {
     mr: MR,
     nr: 4 * NV,
     tile,
+    tails: &[tail::<1>, tail::<2>, tail::<3>],
     ops: &ROW_OPS,
     quant: Some(&QUANT),
 };
@@ -123,16 +124,34 @@ unsafe fn tile(
     accumulate: bool,
 ) {
     let mul_add = |x, y, z| f32x4_add(z, f32x4_mul(x, y));
-    tile_with::<MR, NV>(k, a, b, c, ldc, rows, cols, accumulate, mul_add)
+    tile_with::<MR, NV, MR>(k, a, b, c, ldc, rows, cols, accumulate, mul_add)
 }
 
-/// `C[rows×cols] (+)= A·B` for one `MR × 4·NV` tile, with `madd(a, b, c) = a·b + c`.
+/// # Safety
+/// As [`tile_with`], for a strip of `R` rows packed `MR` wide.
+#[allow(clippy::too_many_arguments)]
+unsafe fn tail<const R: usize>(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+    accumulate: bool,
+) {
+    let mul_add = |x, y, z| f32x4_add(z, f32x4_mul(x, y));
+    tile_with::<R, NV, MR>(k, a, b, c, ldc, rows, cols, accumulate, mul_add)
+}
+
+/// `C[rows×cols] (+)= A·B` for one `MR × 4·NV` tile, with `madd(a, b, c) = a·b + c`; A's strip
+/// holds `AS ≥ MR` rows per k (a tile for the short last strip reads only its first rows).
 ///
 /// # Safety
-/// `a` holds `k*MR` floats, `b` holds `k*4*NV`, and `c` covers `rows × cols` with stride `ldc`.
+/// `a` holds `k*AS` floats, `b` holds `k*4*NV`, and `c` covers `rows × cols` with stride `ldc`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) unsafe fn tile_with<const MR: usize, const NV: usize>(
+pub(super) unsafe fn tile_with<const MR: usize, const NV: usize, const AS: usize>(
     k: usize,
     mut a: *const f32,
     mut b: *const f32,
@@ -152,7 +171,7 @@ pub(super) unsafe fn tile_with<const MR: usize, const NV: usize>(
                 *r = madd(x, bj, *r);
             }
         }
-        a = a.add(MR);
+        a = a.add(AS);
         b = b.add(4 * NV);
     }
     if rows == MR && cols == 4 * NV {

@@ -7,7 +7,7 @@
 //   /tjs/      @huggingface/transformers/dist/   /ort/  onnxruntime-web/dist/  (no CDN)
 //   /models/   models/            (models/pii, models/minilm, models/bench/tjs-minilm)
 // Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
-//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--serve]
+//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--serve]
 // --no-worker: webert on the page's thread (its browser default is a Web Worker).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { arg, flag, here, launch, root, webertMounts } from './chromium.mjs';
 
 const runs = Number(arg('runs', 20));
 const warmup = Number(arg('warmup', 3));
+const warmupMs = Number(arg('warmup-ms', 2000));
 const threadList = arg('threads', '1,2').split(',').map(Number);
 
 const mounts = {
@@ -51,8 +52,8 @@ async function main() {
         return r.abort();
       });
       // Headless WebGPU is SwiftShader here (seconds per call): fewer runs for those rows.
-      const [n, w] = device === 'webgpu' ? [Number(arg('gpu-runs', 3)), 1] : [runs, warmup];
-      const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&device=${device}` +
+      const [n, w, wms] = device === 'webgpu' ? [Number(arg('gpu-runs', 3)), 1, 0] : [runs, warmup, warmupMs];
+      const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&warmupMs=${wms}&device=${device}` +
         (flag('no-worker') ? '&worker=0' : '') + (arg('order') ? `&order=${arg('order')}` : '') +
         (arg('models') ? `&models=${arg('models')}` : '') + (arg('tokens') ? `&tokens=${arg('tokens')}` : '');
       console.error(`> ${url}`);
@@ -80,7 +81,7 @@ function print(results) {
   const first = results[0];
   if (!first) return;
   console.log(`\n${first.userAgent}\ncrossOriginIsolated=${first.crossOriginIsolated} ` +
-    `hardwareConcurrency=${first.hardwareConcurrency}; median of ${first.runs} runs after ${first.warmup} warm-up; ` +
+    `hardwareConcurrency=${first.hardwareConcurrency}; median of ${first.runs} runs after ${first.warmup} warm-up calls (and at least ${first.warmupMs ?? 0} ms of them); ` +
     (first.order === 'blocks' ? 'each engine\'s calls back to back (order=blocks); ' : 'webert and transformers.js calls alternate; ') +
     'wall time of one pipeline call on one text (tokenize + forward + post-process) on the page\'s main thread' +
     (first.worker ? ' (webert computes in its Web Worker)' : ' (webert in that thread too: --no-worker)'));

@@ -9,6 +9,10 @@ const q = new URLSearchParams(location.search);
 const threads = Number(q.get('threads') ?? 1);
 const runs = Number(q.get('runs') ?? 20);
 const warmup = Number(q.get('warmup') ?? 3);
+// ...and warm-up calls go on until this long has passed for the row: V8 compiles hot wasm
+// functions (both engines') in the background for a while after a page starts, and on a
+// 2-core machine those compiles slowed the first row's calls 2x.
+const warmupMs = Number(q.get('warmupMs') ?? 2000);
 const device = q.get('device') ?? 'wasm';
 // webert's default in browsers is a Web Worker (two thread hops per call); worker=0 runs it on the
 // page's thread, as transformers.js does here.
@@ -74,13 +78,17 @@ async function timePair(fa, fb) {
     if (typeof r.last?.ms === 'number') (r.engine ??= []).push(r.last.ms);
   };
   const both = [[fa, a], [fb, b]].filter(([f]) => f);
+  const warm = async (fs) => {
+    const t0 = performance.now();
+    for (let i = 0; i < warmup || performance.now() - t0 < warmupMs; i++) for (const f of fs) await f();
+  };
   if (order === 'blocks') {
     for (const [f, r] of both) {
-      for (let i = 0; i < warmup; i++) await f();
+      await warm([f]);
       for (let i = 0; i < runs; i++) await time(f, r);
     }
   } else {
-    for (let i = 0; i < warmup; i++) for (const [f] of both) await f();
+    await warm(both.map(([f]) => f));
     for (let i = 0; i < runs; i++) for (const [f, r] of both) await time(f, r);
   }
   for (const r of [a, b]) { r.median = median(r.ms); r.min = Math.min(...r.ms); }
@@ -109,7 +117,7 @@ function compare(key, w, t) {
 
 async function main() {
   const res = {
-    threads, device, runs, warmup, order, worker: inWorker, crossOriginIsolated: self.crossOriginIsolated,
+    threads, device, runs, warmup, warmupMs, order, worker: inWorker, crossOriginIsolated: self.crossOriginIsolated,
     hardwareConcurrency: navigator.hardwareConcurrency, userAgent: navigator.userAgent, rows: [],
   };
   if (device === 'webgpu') {
@@ -118,7 +126,7 @@ async function main() {
     res.adapter = a ? `${i.vendor} ${i.architecture} ${i.device} ${i.description}`.trim() : 'none';
     log(`WebGPU adapter: ${res.adapter}`);
   }
-  log(`crossOriginIsolated=${self.crossOriginIsolated} threads=${threads} device=${device} runs=${runs} warmup=${warmup} webert worker=${inWorker}`);
+  log(`crossOriginIsolated=${self.crossOriginIsolated} threads=${threads} device=${device} runs=${runs} warmup=${warmup} warmupMs=${warmupMs} webert worker=${inWorker}`);
   for (const key of wanted) {
     const m = MODELS[key];
     let t0 = performance.now();

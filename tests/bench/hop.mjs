@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// What one page <-> Worker round trip costs in Chromium after 120 ms of main-thread work or idle
+// (as between the bench's alternating calls), median of 25, three ways: postMessage both ways;
+// postMessage plus an Atomics "doorbell" that wakes a worker parked in Atomics.wait; and Atomics
+// both ways (the page awaits Atomics.waitAsync). No webert code: it prices the transport alone.
+//   node tests/bench/hop.mjs
+import { serve } from '../../scripts/serve.mjs';
+import { launch, webertMounts } from './chromium.mjs';
+
+const server = await serve({ mounts: webertMounts() });
+const { context, close } = await launch({ webgpu: false });
+try {
+  const page = await context.newPage();
+  await page.goto(`${server.url}/index.html?profile`);
+  const out = await page.evaluate(async () => {
+    const src = `
+      let sab, received = 0;
+      // Parked in Atomics.wait until the page has sent more than was received; every 50 ms back
+      // to the event loop (timers and fetches must still run).
+      function park() {
+        while (Atomics.load(sab, 0) === received) {
+          if (Atomics.wait(sab, 0, received, 50) === 'timed-out') return void setTimeout(park, 0);
+        }
+      }
+      onmessage = (e) => {
+        if (e.data.mode === 'atomics') {
+          sab = new Int32Array(e.data.sab);
+          postMessage('ready');
+          for (;;) {
+            Atomics.wait(sab, 0, 0);
+            Atomics.store(sab, 0, 0);
+            Atomics.store(sab, 1, 1);
+            Atomics.notify(sab, 1);
+          }
+        }
+        if (e.data.mode === 'doorbell') {
+          sab = new Int32Array(e.data.sab);
+          postMessage('ready');
+          return park();
+        }
+        postMessage(e.data);
+        if (sab) received++, park();
+      };`;
+    const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
+    const busy = (ms) => {
+      const t = performance.now();
+      let x = 0;
+      while (performance.now() - t < ms) x += Math.sqrt(x + 1);
+      return x;
+    };
+    const med = (x) => [...x].sort((a, b) => a - b)[x.length >> 1].toFixed(2);
+    const start = async (mode) => {
+      const w = new Worker(url);
+      const a = new Int32Array(new SharedArrayBuffer(8));
+      await new Promise((r) => {
+        w.onmessage = r;
+        w.postMessage({ mode, sab: a.buffer });
+      });
+      return { w, a };
+    };
+    const ways = {
+      postMessage: async ({ w }) => new Promise((r) => { w.onmessage = r; w.postMessage(0); }),
+      doorbell: async ({ w, a }) =>
+        new Promise((r) => {
+          w.onmessage = r;
+          w.postMessage(0);
+          Atomics.add(a, 0, 1);
+          Atomics.notify(a, 0);
+        }),
+      atomics: async ({ a }) => {
+        Atomics.store(a, 1, 0);
+        Atomics.store(a, 0, 1);
+        Atomics.notify(a, 0);
+        const r = Atomics.waitAsync(a, 1, 0);
+        if (r.async) await r.value;
+      },
+    };
+    const lines = [`crossOriginIsolated=${crossOriginIsolated}`];
+    for (const gapKind of ['busy', 'idle']) {
+      const gap = () => (gapKind === 'busy' ? busy(120) : new Promise((r) => setTimeout(r, 120)));
+      const row = [];
+      for (const [name, trip] of Object.entries(ways)) {
+        const worker = await start(name === 'postMessage' ? 'plain' : name);
+        const ms = [];
+        for (let i = 0; i < 25; i++) {
+          await gap();
+          const t0 = performance.now();
+          await trip(worker);
+          ms.push(performance.now() - t0);
+        }
+        worker.w.terminate();
+        row.push(`${name} ${med(ms)} ms`);
+      }
+      lines.push(`after 120 ms ${gapKind}: ${row.join(', ')}`);
+    }
+    return lines.join('\n');
+  });
+  console.log(out);
+} finally {
+  await close();
+  await server.close();
+}

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // What one page <-> Worker round trip costs in Chromium after 120 ms of main-thread work or idle
-// (as between the bench's alternating calls), median of 25, three ways: postMessage both ways;
-// postMessage plus an Atomics "doorbell" that wakes a worker parked in Atomics.wait; and Atomics
-// both ways (the page awaits Atomics.waitAsync). No webert code: it prices the transport alone.
+// (as between the bench's alternating calls), median of 25, four ways: postMessage both ways;
+// postMessage plus an Atomics "doorbell" that wakes a worker parked in Atomics.wait; postMessage
+// there and Atomics back (the page awaits Atomics.waitAsync); Atomics both ways, the worker
+// parked. No webert code: it prices the transport alone.
 //   node tests/bench/hop.mjs
 import { serve } from '../../scripts/serve.mjs';
 import { launch, webertMounts } from './chromium.mjs';
@@ -14,7 +15,7 @@ try {
   await page.goto(`${server.url}/index.html?profile`);
   const out = await page.evaluate(async () => {
     const src = `
-      let sab, received = 0;
+      let sab, received = 0, parking = false;
       // Parked in Atomics.wait until the page has sent more than was received; every 50 ms back
       // to the event loop (timers and fetches must still run).
       function park() {
@@ -23,7 +24,11 @@ try {
         }
       }
       onmessage = (e) => {
-        if (e.data.mode === 'atomics') {
+        if (e.data.mode === 'plain') {
+        sab = new Int32Array(e.data.sab);
+        return void postMessage('ready');
+      }
+      if (e.data.mode === 'atomics') {
           sab = new Int32Array(e.data.sab);
           postMessage('ready');
           for (;;) {
@@ -35,11 +40,17 @@ try {
         }
         if (e.data.mode === 'doorbell') {
           sab = new Int32Array(e.data.sab);
+          parking = true;
           postMessage('ready');
           return park();
         }
+        if (e.data === 'reply') {
+          Atomics.add(sab, 1, 1);
+          Atomics.notify(sab, 1);
+          return;
+        }
         postMessage(e.data);
-        if (sab) received++, park();
+        if (parking) received++, park();
       };`;
     const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
     const busy = (ms) => {
@@ -67,6 +78,12 @@ try {
           Atomics.add(a, 0, 1);
           Atomics.notify(a, 0);
         }),
+      'postMessage + Atomics reply': async ({ w, a }) => {
+        const seen = Atomics.load(a, 1);
+        w.postMessage('reply');
+        const r = Atomics.waitAsync(a, 1, seen);
+        if (r.async) await r.value;
+      },
       atomics: async ({ a }) => {
         Atomics.store(a, 1, 0);
         Atomics.store(a, 0, 1);
@@ -80,7 +97,7 @@ try {
       const gap = () => (gapKind === 'busy' ? busy(120) : new Promise((r) => setTimeout(r, 120)));
       const row = [];
       for (const [name, trip] of Object.entries(ways)) {
-        const worker = await start(name === 'postMessage' ? 'plain' : name);
+        const worker = await start(['doorbell', 'atomics'].includes(name) ? name : 'plain');
         const ms = [];
         for (let i = 0; i < 25; i++) {
           await gap();

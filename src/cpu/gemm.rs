@@ -246,7 +246,8 @@ fn transpose_rows<const NR: usize>(panel: &mut [f32], src: &[f32], c0: usize, ld
 /// are packed in parallel.
 fn pack_a(dst: &mut Vec<f32>, a: &[f32], lda: usize, m: usize, mr: usize, k: usize, kc: usize) {
     let strips = m.div_ceil(mr);
-    dst.clear();
+    // Every float is written below (a short strip's padding too), so what the buffer held
+    // before is not cleared first: that was a second pass over it on every call.
     dst.resize(strips * mr * k, 0.0);
     let out = SharedMut(dst.as_mut_ptr());
     let pieces = pool::pieces(strips.div_ceil(4));
@@ -271,9 +272,12 @@ fn pack_a(dst: &mut Vec<f32>, a: &[f32], lda: usize, m: usize, mr: usize, k: usi
                     (true, 8) => interleave::<8>(strip, std::array::from_fn(row)),
                     (true, 12) => interleave::<12>(strip, std::array::from_fn(row)),
                     _ => {
-                        for i in 0..rows {
-                            for (d, &x) in strip[i..].iter_mut().step_by(mr).zip(row(i)) {
-                                *d = x;
+                        for i in 0..mr {
+                            let column = strip[i..].iter_mut().step_by(mr);
+                            if i < rows {
+                                column.zip(row(i)).for_each(|(d, &x)| *d = x);
+                            } else {
+                                column.for_each(|d| *d = 0.0);
                             }
                         }
                     }

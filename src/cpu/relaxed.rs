@@ -28,7 +28,7 @@ pub static KERNEL: Kernel = Kernel {
     name: "relaxed-simd",
     mr: MR,
     nr: 4 * NV,
-    tile,
+    tile: tile::<MR>,
     tails: TAILS,
     ops: &ROW_OPS,
     quant: Some(&QUANT),
@@ -102,32 +102,17 @@ static QUANT: QKernel = QKernel {
     quantize: super::simd128::quantize_int8::<QMR>,
 };
 
-/// # Safety
-/// As [`tile_with`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn tile(
-    k: usize,
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
-    accumulate: bool,
-) {
-    let madd = |x, y, z| f32x4_relaxed_madd(x, y, z);
-    tile_with::<MR, NV, MR>(k, a, b, c, ldc, rows, cols, accumulate, madd)
-}
-
 #[cfg(webert_no_lsr)]
-const TAILS: &[TileFn] = &[tail::<1>, tail::<2>, tail::<3>, tail::<4>, tail::<5>];
+const TAILS: &[TileFn] = &[tile::<1>, tile::<2>, tile::<3>, tile::<4>, tile::<5>];
 #[cfg(not(webert_no_lsr))]
-const TAILS: &[TileFn] = &[tail::<1>, tail::<2>, tail::<3>];
+const TAILS: &[TileFn] = &[tile::<1>, tile::<2>, tile::<3>];
 
+/// The tile of `R ≤ MR` rows (`MR`: the full one; fewer: a short last strip).
+///
 /// # Safety
-/// As [`tile_with`], for a strip of `R` rows packed `MR` wide.
+/// As [`tile_with`], for a strip packed `MR` wide.
 #[allow(clippy::too_many_arguments)]
-unsafe fn tail<const R: usize>(
+unsafe fn tile<const R: usize>(
     k: usize,
     a: *const f32,
     b: *const f32,

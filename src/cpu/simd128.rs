@@ -12,8 +12,8 @@ pub static KERNEL: Kernel = Kernel {
     name: "simd128",
     mr: MR,
     nr: 4 * NV,
-    tile,
-    tails: &[tail::<1>, tail::<2>, tail::<3>],
+    tile: tile::<MR>,
+    tails: &[tile::<1>, tile::<2>, tile::<3>],
     ops: &ROW_OPS,
     quant: Some(&QUANT),
 };
@@ -110,27 +110,12 @@ pub(super) use f32x4_lanes;
 
 f32x4_lanes!(F32x4, |a, b, c| f32x4_add(f32x4_mul(a, b), c));
 
+/// The tile of `R ≤ MR` rows (`MR`: the full one; fewer: a short last strip).
+///
 /// # Safety
-/// As [`tile_with`].
+/// As [`tile_with`], for a strip packed `MR` wide.
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile(
-    k: usize,
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
-    accumulate: bool,
-) {
-    let mul_add = |x, y, z| f32x4_add(z, f32x4_mul(x, y));
-    tile_with::<MR, NV, MR>(k, a, b, c, ldc, rows, cols, accumulate, mul_add)
-}
-
-/// # Safety
-/// As [`tile_with`], for a strip of `R` rows packed `MR` wide.
-#[allow(clippy::too_many_arguments)]
-unsafe fn tail<const R: usize>(
+unsafe fn tile<const R: usize>(
     k: usize,
     a: *const f32,
     b: *const f32,

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // What one page <-> Worker round trip costs in Chromium after 120 ms of main-thread work or idle
-// (as between the bench's alternating calls), median of 25, four ways: postMessage both ways;
+// (as between the bench's alternating calls), median of 25, five ways: postMessage both ways;
 // postMessage plus an Atomics "doorbell" that wakes a worker parked in Atomics.wait; postMessage
-// there and Atomics back (the page awaits Atomics.waitAsync); Atomics both ways, the worker
-// parked. No webert code: it prices the transport alone.
+// there and Atomics back (the page awaits Atomics.waitAsync); Atomics there (the worker parked)
+// and postMessage back; Atomics both ways. No webert code: it prices the transport alone.
 //   node tests/bench/hop.mjs
 import { serve } from '../../scripts/serve.mjs';
 import { launch, webertMounts } from './chromium.mjs';
@@ -24,21 +24,24 @@ try {
         }
       }
       onmessage = (e) => {
-        if (e.data.mode === 'plain') {
-        sab = new Int32Array(e.data.sab);
-        return void postMessage('ready');
-      }
-      if (e.data.mode === 'atomics') {
+        const { mode } = e.data;
+        if (mode === 'plain') {
+          sab = new Int32Array(e.data.sab);
+          return void postMessage('ready');
+        }
+        if (mode === 'atomics' || mode === 'atomics-there') {
           sab = new Int32Array(e.data.sab);
           postMessage('ready');
+          // Parked until the page stores 1 in sab[0]; answers by Atomics (sab[1]) or a message.
           for (;;) {
             Atomics.wait(sab, 0, 0);
             Atomics.store(sab, 0, 0);
+            if (mode === 'atomics-there') return void (postMessage(0), setTimeout(() => onmessage(e), 0));
             Atomics.store(sab, 1, 1);
             Atomics.notify(sab, 1);
           }
         }
-        if (e.data.mode === 'doorbell') {
+        if (mode === 'doorbell') {
           sab = new Int32Array(e.data.sab);
           parking = true;
           postMessage('ready');
@@ -84,6 +87,12 @@ try {
         const r = Atomics.waitAsync(a, 1, seen);
         if (r.async) await r.value;
       },
+      'Atomics there, postMessage back': async ({ w, a }) =>
+        new Promise((r) => {
+          w.onmessage = r;
+          Atomics.store(a, 0, 1);
+          Atomics.notify(a, 0);
+        }),
       atomics: async ({ a }) => {
         Atomics.store(a, 1, 0);
         Atomics.store(a, 0, 1);
@@ -97,7 +106,8 @@ try {
       const gap = () => (gapKind === 'busy' ? busy(120) : new Promise((r) => setTimeout(r, 120)));
       const row = [];
       for (const [name, trip] of Object.entries(ways)) {
-        const worker = await start(['doorbell', 'atomics'].includes(name) ? name : 'plain');
+        const mode = { doorbell: 'doorbell', atomics: 'atomics', 'Atomics there, postMessage back': 'atomics-there' }[name];
+        const worker = await start(mode ?? 'plain');
         const ms = [];
         for (let i = 0; i < 25; i++) {
           await gap();

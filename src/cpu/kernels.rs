@@ -75,6 +75,8 @@ pub struct QKernel {
     /// Bytes per A code: 1 (int8) or 2 (int16, 256 times finer).
     pub a_bytes: usize,
     pub tile: QTileFn,
+    /// As [`Kernel::tails`]: tiles for a short last strip, `tails[rows - 1]`.
+    pub tails: &'static [QTileFn],
     pub quantize: QuantizeFn,
 }
 

@@ -143,8 +143,12 @@ pub fn qgemm(
                 // SAFETY: the slices above hold exactly the strip and panel the tile reads;
                 // the tile writes rows < `rows` and cols < `cols` of this panel's columns of
                 // C, inside `c` by the length assert and written by no other piece.
+                let tile = match kern.tails.get(rows - 1) {
+                    Some(&short) if rows < mr => short,
+                    _ => kern.tile,
+                };
                 unsafe {
-                    (kern.tile)(
+                    tile(
                         QTile {
                             blocks,
                             steps: block / kern.group,
@@ -370,6 +374,7 @@ mod tests {
                 (3, 70, 129, 64),
                 (9, 8, 4, 4),
                 (4, 8, 8, 2),
+                (6, 9, 24, 8), // with 5, 3 and 1: last strips of every height below 2 and 4
             ] {
                 if !block.is_multiple_of(qk.group) {
                     continue;

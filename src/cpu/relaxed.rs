@@ -98,7 +98,8 @@ static QUANT: QKernel = QKernel {
     nr: QNR,
     group: 4,
     a_bytes: 1,
-    tile: qtile,
+    tile: qtile::<QMR>,
+    tails: &[qtile::<1>],
     quantize: super::simd128::quantize_int8::<QMR>,
 };
 
@@ -127,10 +128,11 @@ unsafe fn tile<const R: usize>(
 }
 
 /// # Safety
-/// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`), and `c` covers
+/// `t` points at a full strip (`R` of its rows are read) and panel of `t.blocks` blocks (see
+/// `qgemm.rs`), and `c` covers
 /// `rows × cols` with stride `ldc`.
-unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
-    super::simd128::qtile_with::<QMR, QNV>(
+unsafe fn qtile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    super::simd128::qtile_with::<R, QNV, QMR>(
         t,
         (c, ldc, rows, cols),
         4 * QNR,

@@ -24,6 +24,7 @@ pub static QUANT: QKernel = QKernel {
     group: 2,
     a_bytes: 2,
     tile: qtile::<2, 2>,
+    tails: &[],
     quantize: super::qgemm::quantize_rows,
 };
 
@@ -43,6 +44,7 @@ pub static QUANT_I8: QKernel = QKernel {
     group: 4,
     a_bytes: 1,
     tile: qtile::<4, 1>,
+    tails: &[],
     quantize: super::qgemm::quantize_rows,
 };
 

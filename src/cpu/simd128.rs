@@ -26,7 +26,8 @@ pub(super) static QUANT: QKernel = QKernel {
     nr: 4 * NV,
     group: 2,
     a_bytes: 2,
-    tile: qtile,
+    tile: qtile::<MR>,
+    tails: &[qtile::<1>, qtile::<2>, qtile::<3>],
     quantize: quantize_int16,
 };
 
@@ -185,10 +186,11 @@ pub(super) unsafe fn tile_with<const MR: usize, const NV: usize, const AS: usize
 }
 
 /// # Safety
-/// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`), and `c` covers
+/// `t` points at a full strip (`R` of its rows are read) and panel of `t.blocks` blocks (see
+/// `qgemm.rs`), and `c` covers
 /// `rows × cols` with stride `ldc`.
-unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
-    qtile_with::<MR, NV>(
+unsafe fn qtile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    qtile_with::<R, NV, MR>(
         t,
         (c, ldc, rows, cols),
         8 * NV,
@@ -201,12 +203,13 @@ unsafe fn qtile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
 /// One quantized `R` × `4·V` tile, the body the int16 and int8 tiles share: per block, `steps`
 /// steps of `dot(x, w, acc)` (a row's 4 A bytes splat against `load_w(b, j)`, the weights of
 /// column vector `j`; `b` advances `b_step` bytes a step), then the block's scaling. `out` is
-/// C's `(pointer, ldc, rows, cols)`.
+/// C's `(pointer, ldc, rows, cols)`. The strip was packed `AS ≥ R` rows high (a tile for a short
+/// last strip reads its first rows).
 ///
 /// # Safety
 /// As [`qtile`], with `load_w` reading inside a step's `b_step` bytes.
 #[inline(always)]
-pub(super) unsafe fn qtile_with<const R: usize, const V: usize>(
+pub(super) unsafe fn qtile_with<const R: usize, const V: usize, const AS: usize>(
     t: QTile,
     out: (*mut f32, usize, usize, usize),
     b_step: usize,
@@ -216,8 +219,8 @@ pub(super) unsafe fn qtile_with<const R: usize, const V: usize>(
 ) {
     let (c, ldc, rows, cols) = out;
     let acc = match t.zero {
-        Some(_) => qtile_sums::<R, V, true>(&t, b_step, load_w, dot, madd),
-        None => qtile_sums::<R, V, false>(&t, b_step, load_w, dot, madd),
+        Some(_) => qtile_sums::<R, V, AS, true>(&t, b_step, load_w, dot, madd),
+        None => qtile_sums::<R, V, AS, false>(&t, b_step, load_w, dot, madd),
     };
     store_tile(&acc, c, ldc, rows, cols);
 }
@@ -225,7 +228,7 @@ pub(super) unsafe fn qtile_with<const R: usize, const V: usize>(
 /// The f32 accumulators of [`qtile_with`], with the zero point shared (`SHARED`, subtracted
 /// from the block sums) or per block.
 #[inline(always)]
-unsafe fn qtile_sums<const R: usize, const V: usize, const SHARED: bool>(
+unsafe fn qtile_sums<const R: usize, const V: usize, const AS: usize, const SHARED: bool>(
     t: &QTile,
     b_step: usize,
     load_w: impl Fn(*const u8, usize) -> v128,
@@ -244,10 +247,10 @@ unsafe fn qtile_sums<const R: usize, const V: usize, const SHARED: bool>(
                     *dj = dot(x, wj, *dj);
                 }
             }
-            a = a.add(4 * R);
+            a = a.add(4 * AS);
             b = b.add(b_step);
         }
-        add_scaled_block::<R, V, SHARED>(&mut acc, &sums, t, blk, &madd);
+        add_scaled_block::<R, V, AS, SHARED>(&mut acc, &sums, t, blk, &madd);
     }
     acc
 }
@@ -261,7 +264,7 @@ unsafe fn qtile_sums<const R: usize, const V: usize, const SHARED: bool>(
 /// `t.a_scales` and `t.b_scales` hold the per-block scales of the tile's strip and panel (see
 /// `qgemm.rs`).
 #[inline(always)]
-unsafe fn add_scaled_block<const R: usize, const V: usize, const SHARED: bool>(
+unsafe fn add_scaled_block<const R: usize, const V: usize, const AS: usize, const SHARED: bool>(
     acc: &mut [[v128; V]; R],
     dot: &[[v128; V]; R],
     t: &QTile,
@@ -269,9 +272,12 @@ unsafe fn add_scaled_block<const R: usize, const V: usize, const SHARED: bool>(
     madd: impl Fn(v128, v128, v128) -> v128,
 ) {
     let per_block = if SHARED { 4 * V } else { 8 * V };
-    let (sa, sb) = (t.a_scales.add(blk * 2 * R), t.b_scales.add(blk * per_block));
+    let (sa, sb) = (
+        t.a_scales.add(blk * 2 * AS),
+        t.b_scales.add(blk * per_block),
+    );
     for (i, (row, d)) in acc.iter_mut().zip(dot).enumerate() {
-        let (scale, code_sum) = (*sa.add(i), *sa.add(R + i));
+        let (scale, code_sum) = (*sa.add(i), *sa.add(AS + i));
         let s = f32x4_splat(scale);
         for (j, (r, &dj)) in row.iter_mut().zip(d).enumerate() {
             let sw = v128_load(sb.add(4 * j) as *const v128);

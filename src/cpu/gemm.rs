@@ -2,7 +2,7 @@
 //! layouts of the selected micro-kernel. B (weights, or K/V inside attention) is packed once
 //! into `nr`-wide column panels; A is packed per call into `mr`-row strips.
 
-use super::kernels::Kernel;
+use super::kernels::{tile_for, Kernel};
 use super::pool::{self, SharedMut};
 
 /// Depth of one K block: a `kc × nr` B block of 16 KiB stays in L1 while every A strip passes
@@ -175,10 +175,7 @@ pub unsafe fn gemm_shared(
                     touch_lines(next, s * per_strip, per_strip);
                     let rows = mr.min(m - s * mr);
                     let a_strip = &a_block[s * kcb * mr..(s + 1) * kcb * mr];
-                    let tile = match kern.tails.get(rows - 1) {
-                        Some(&short) if rows < mr => short,
-                        _ => kern.tile,
-                    };
+                    let tile = tile_for(kern.tile, kern.tails, rows, mr);
                     // SAFETY: the strip holds kcb*mr floats and the panel kcb*nr (asserted by
                     // the slicing above); the kernel writes only rows < `rows` and cols <
                     // `cols` of this panel's columns of C, inside C by the length assert and

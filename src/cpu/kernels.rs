@@ -27,6 +27,15 @@ pub struct Kernel {
     pub quant: Option<&'static QKernel>,
 }
 
+/// The tile for a strip of `rows` real rows of `mr`: the kernel's short-strip tile of that
+/// height where it has one, else its full tile.
+pub fn tile_for<T: Copy>(tile: T, tails: &[T], rows: usize, mr: usize) -> T {
+    match tails.get(rows.wrapping_sub(1)) {
+        Some(&short) if rows < mr => short,
+        _ => tile,
+    }
+}
+
 /// One quantized register tile's operands (see `qgemm.rs` for the layouts): `blocks` weight
 /// blocks of `steps` steps of `group` k each.
 pub struct QTile {

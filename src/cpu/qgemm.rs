@@ -7,7 +7,7 @@
 //! `C[i][j] = Σ_b sa·sw·(Σ_k qa·qw − zp·Σ_k qa)`, one multiply-add per block fewer, and the
 //! weights carry no zero-point terms.
 
-use super::kernels::{QKernel, QTile, StripBlock};
+use super::kernels::{tile_for, QKernel, QTile, StripBlock};
 use super::pool::{self, SharedMut};
 use crate::model::BlockQuant;
 
@@ -143,10 +143,7 @@ pub fn qgemm(
                 // SAFETY: the slices above hold exactly the strip and panel the tile reads;
                 // the tile writes rows < `rows` and cols < `cols` of this panel's columns of
                 // C, inside `c` by the length assert and written by no other piece.
-                let tile = match kern.tails.get(rows - 1) {
-                    Some(&short) if rows < mr => short,
-                    _ => kern.tile,
-                };
+                let tile = tile_for(kern.tile, kern.tails, rows, mr);
                 unsafe {
                     tile(
                         QTile {

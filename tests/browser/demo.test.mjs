@@ -201,6 +201,55 @@ test('100 overlapping calls from the page all answer correctly; a trap is surviv
   checkCallsAndTrap(results, cases);
 });
 
+test('the express lane (shared memory): answers as by message, queued calls, a trap inside it, large results, dispose', T, async () => {
+  const cases = golden('pii.json').cases;
+  const r = await page.evaluate(async (texts) => {
+    const { pipeline } = await import('/pkg/webert.js');
+    // The worker waits on the lane once it has handled its last message.
+    const settle = () => new Promise((ok) => setTimeout(ok, 200));
+    const opts = { aggregation_strategy: 'first' };
+    const ner = await pipeline('ner', '/models/pii/', { cache: false }); // its own worker
+    await settle();
+    const all = [];
+    for (let i = 0; i < 8; i++) all.push(await ner(texts[i % texts.length], opts));
+    const sequential = ner.debugLane();
+    // the first on the lane, the rest queued behind it by message
+    all.push(...(await Promise.all(texts.map((t) => ner(t, opts)))));
+    const mixed = ner.debugLane();
+    await settle();
+    let trap = null;
+    await ner.debugTrap().catch((e) => (trap = e.message));
+    const trapped = ner.debugLane();
+    const after = await ner(texts[0], opts); // refused by the lane (no model), reloaded by message
+    const reloaded = ner.debugLane();
+    ner.dispose();
+    // token states of 4 long texts: a result beyond the lane's 1 MB comes by message
+    const fx = await pipeline('feature-extraction', '/models/minilm/', { cache: false });
+    const local = await pipeline('feature-extraction', '/models/minilm/', { cache: false, worker: false });
+    const long = Array(4).fill(texts.join(' '));
+    await settle();
+    const none = { pooling: 'none' };
+    const big = await fx(long, none);
+    const same = JSON.stringify(big) === JSON.stringify(await local(long, none));
+    const bigLane = fx.debugLane();
+    await settle();
+    const running = fx(long, none).then(() => 'answered', (e) => e.message);
+    fx.dispose();
+    local.dispose();
+    return { isolated: self.crossOriginIsolated, all, sequential, mixed, trap, trapped, after, reloaded, same, bigLen: JSON.stringify(big).length, bigLane, disposed: await running };
+  }, cases.map((c) => c.text));
+  assert.ok(r.isolated);
+  assert.deepEqual(r.sequential, { answered: 8, refused: 0 });
+  assert.deepEqual(r.mixed, { answered: 9, refused: 0 }, 'one of the overlapping calls takes the lane');
+  checkCallsAndTrap(r, cases);
+  assert.deepEqual(r.trapped, { answered: 10, refused: 0 }, 'the trap hook ran on the lane');
+  assert.deepEqual(r.reloaded, { answered: 10, refused: 1 });
+  assert.ok(r.bigLen > 1 << 20, `the result (${r.bigLen} bytes of JSON) should exceed the lane`);
+  assert.ok(r.same, 'token states through the worker equal those computed in the page');
+  assert.deepEqual(r.bigLane, { answered: 1, refused: 0 });
+  assert.equal(r.disposed, 'the pipeline was disposed');
+});
+
 test('the threads build: 2 threads answer the goldens, bit for bit as 1 thread, and survive a trap', T, async () => {
   const cases = golden('pii.json').cases;
   const fresh = await browser.context.newPage(); // a page whose own thread has no module started yet

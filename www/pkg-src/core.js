@@ -144,6 +144,7 @@ export class Model {
     this.engine = null;
     this.info = null;
     this.queue = Promise.resolve();
+    this.queued = 0;
   }
 
   /** Downloads or reads the files and builds the engine. `report` gets progress events. */
@@ -201,6 +202,43 @@ export class Model {
     return guarded(this.engine.call(task, json));
   }
 
+  /**
+   * `call` done at once, for a CPU engine that is ready with nothing queued (the worker's express
+   * lane): the result with the engine's JSON text as `json`, or null where `call` must be used.
+   */
+  callNow(task, requestJson) {
+    if (!this.readyNow()) return null;
+    try {
+      const t0 = performance.now();
+      const json = this.engine.callSync(task, requestJson);
+      return { json, ms: performance.now() - t0, backend: this.engine.backend(), gpu_failure: this.engine.gpuFailure() };
+    } catch (e) {
+      throw this.recover(e);
+    }
+  }
+
+  /** The `trap` test hook, at once: throws the error `call` would after a trap. */
+  trapNow() {
+    try {
+      glue.debugTrap();
+    } catch (e) {
+      throw this.recover(e);
+    }
+  }
+
+  /** Whether `callNow` can answer now. */
+  readyNow() {
+    return !this.queued && !!this.engine && this.generation === generation && !this.engine.hasGpu();
+  }
+
+  /** Runs `run` after everything queued before it. */
+  enqueue(run) {
+    this.queued++;
+    const result = this.queue.then(run, run).finally(() => this.queued--);
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
   /** Runs one request; calls are answered in order, one at a time. */
   call(task, request) {
     const run = async () => {
@@ -214,9 +252,7 @@ export class Model {
         throw this.recover(e);
       }
     };
-    const result = this.queue.then(run, run);
-    this.queue = result.catch(() => {});
-    return result;
+    return this.enqueue(run);
   }
 
   dispose() {
@@ -239,9 +275,7 @@ export class Model {
         throw this.recover(e);
       }
     };
-    const result = this.queue.then(run, run);
-    this.queue = result.catch(() => {});
-    return result;
+    return this.enqueue(run);
   }
 
   /**

@@ -125,6 +125,11 @@ interface PipelineBase {
   debugProfile(text: string): Promise<Record<string, number> | null>;
   /** Sets the thread count of this model's WebAssembly instance (tests and profiling); resolves to the count in force. */
   debugThreads(n: number): Promise<number>;
+  /**
+   * Calls the worker's express lane answered, and refused (those went on by message), on a
+   * cross-origin isolated page; null where there is no lane (no worker, not isolated).
+   */
+  debugLane(): { answered: number; refused: number } | null;
 }
 
 /** `true` cuts at the model's limit, a number at that many tokens; otherwise long inputs are an error. */

@@ -1,10 +1,14 @@
 // The module worker that holds one model: messages from the page are handled in order, so
-// calls sent while the model is still loading wait for it.
+// calls sent while the model is still loading wait for it. Between messages, a worker whose model
+// runs on the CPU waits on the express lane (lane.js) where the page set one up.
 
 import { Model } from './core.js';
+import { REFUSED, VALUE, WorkerLane } from './lane.js';
 
 let model = null;
 let queue = Promise.resolve();
+let lane = null;
+let handling = 0;
 
 async function handle({ id, op, source, options, task, request, what }) {
   const progress = (p) => self.postMessage({ id, progress: p });
@@ -21,6 +25,23 @@ async function handle({ id, op, source, options, task, request, what }) {
   }
 }
 
+/** One express-lane request, `task \n request JSON`, answered at once or refused. */
+function serve(message) {
+  const cut = message.indexOf('\n');
+  const task = message.slice(0, cut);
+  if (task === 'debug:trap') return model?.readyNow() ? model.trapNow() : { kind: REFUSED, text: '' };
+  const r = model?.callNow(task, message.slice(cut + 1));
+  if (!r) return { kind: REFUSED, text: '' };
+  const meta = `"ms":${r.ms},"backend":${JSON.stringify(r.backend)},"gpu_failure":${JSON.stringify(r.gpu_failure ?? null)}`;
+  return { kind: VALUE, text: `{${meta},"value":${r.json}}` };
+}
+
+function parkWhenIdle() {
+  setTimeout(() => {
+    if (handling === 0 && model?.readyNow()) lane.park();
+  }, 0);
+}
+
 // A trap inside an async call is also thrown from a microtask; the call already failed with
 // it (see core.js), so it must not reach the page as a worker error.
 self.addEventListener('error', (e) => {
@@ -29,6 +50,13 @@ self.addEventListener('error', (e) => {
 
 self.onmessage = (e) => {
   const msg = e.data;
+  if (msg.op === 'lane') {
+    lane = new WorkerLane(msg.buffer, serve);
+    lane.count();
+    return;
+  }
+  lane?.count();
+  handling++;
   queue = queue.then(async () => {
     try {
       const result = await handle(msg);
@@ -36,5 +64,6 @@ self.onmessage = (e) => {
     } catch (err) {
       self.postMessage({ id: msg.id, error: { name: err?.name ?? 'Error', message: err?.message ?? String(err) } });
     }
+    if (--handling === 0 && lane) parkWhenIdle();
   });
 };

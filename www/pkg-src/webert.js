@@ -79,7 +79,7 @@ class WorkerHost {
         const value = JSON.parse(r.text);
         if (r.kind === VALUE) resolve(value);
         else reject(errorFrom(value));
-      }, reject);
+      }).catch(reject);
     });
   }
 

@@ -136,6 +136,9 @@ function stopHelpers() {
   helpersWarm = false;
 }
 
+const WARM_TOKENS = [7, 8, 9, 10, 11, 32];
+const WARM_DELAY_MS = 100;
+
 export class Model {
   /** @param source model folder URL, File[] / FileList, or name → bytes object */
   constructor(source, options = {}) {
@@ -145,6 +148,7 @@ export class Model {
     this.info = null;
     this.queue = Promise.resolve();
     this.queued = 0;
+    this.warmed = 0; // warm-up steps done (see warmStep)
   }
 
   /** Downloads or reads the files and builds the engine. `report` gets progress events. */
@@ -192,6 +196,7 @@ export class Model {
       this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
     }
     report?.({ stage: 'ready', bytes: total, total });
+    this.loadedAt = performance.now();
     return this.info;
   }
 
@@ -208,6 +213,7 @@ export class Model {
    */
   callNow(task, requestJson) {
     if (!this.readyNow()) return null;
+    this.warmed = Infinity; // calls warm it from now on
     try {
       const t0 = performance.now();
       const json = this.engine.callSync(task, requestJson);
@@ -226,6 +232,30 @@ export class Model {
     }
   }
 
+  /**
+   * One forward of the warm-up that idle time buys before the first call (worker.js): V8 runs
+   * WebAssembly unoptimized until a function has run a while and optimizes it in the
+   * background, so a first call took 1.5–2.5x the later ones. 7–11 tokens (whose last strips
+   * take every short tile) and 32, three times; short forwards, so that a call never waits long
+   * behind one, starting 100 ms after the load. Returns the milliseconds to wait before the
+   * next step (a pause for the optimizing compiler after each round), or -1 when done.
+   */
+  warmStep() {
+    if (!this.readyNow() || this.warmed >= 3 * WARM_TOKENS.length) return -1;
+    // A call right after loading should not wait behind a step.
+    const wait = this.loadedAt + WARM_DELAY_MS - performance.now();
+    if (wait > 0) return wait;
+    const tokens = WARM_TOKENS[this.warmed++ % WARM_TOKENS.length];
+    try {
+      this.engine.warmUp(1, Math.min(tokens, this.info.max_length));
+    } catch (e) {
+      this.warmed = Infinity; // a trap restarts the instance; the next call reloads the model
+      this.recover(e);
+      return -1;
+    }
+    return this.warmed % WARM_TOKENS.length === 0 ? 30 : 0;
+  }
+
   /** Whether `callNow` can answer now. */
   readyNow() {
     return !this.queued && !!this.engine && this.generation === generation && !this.engine.hasGpu();
@@ -241,6 +271,7 @@ export class Model {
 
   /** Runs one request; calls are answered in order, one at a time. */
   call(task, request) {
+    this.warmed = Infinity;
     const run = async () => {
       if (!this.engine || this.generation !== generation) await this.load();
       try {

@@ -36,10 +36,14 @@ function serve(message) {
   return { kind: VALUE, text: `{${meta},"value":${r.json}}` };
 }
 
-function parkWhenIdle() {
+/** With no message to handle: the model's warm-up, a forward per task, then the lane. */
+function idle(pause = 0) {
   setTimeout(() => {
-    if (handling === 0 && model?.readyNow()) lane.park();
-  }, 0);
+    if (handling > 0) return;
+    const next = model?.warmStep() ?? -1;
+    if (next >= 0) idle(next);
+    else if (lane && model?.readyNow()) lane.park();
+  }, pause);
 }
 
 // A trap inside an async call is also thrown from a microtask; the call already failed with
@@ -64,6 +68,6 @@ self.onmessage = (e) => {
     } catch (err) {
       self.postMessage({ id: msg.id, error: { name: err?.name ?? 'Error', message: err?.message ?? String(err) } });
     }
-    if (--handling === 0 && lane) parkWhenIdle();
+    if (--handling === 0) idle();
   });
 };

@@ -217,10 +217,15 @@ export class Model {
     try {
       const t0 = performance.now();
       const json = this.engine.callSync(task, requestJson);
-      return { json, ms: performance.now() - t0, backend: this.engine.backend(), gpu_failure: this.engine.gpuFailure() };
+      return { json, ...this.meta(t0) };
     } catch (e) {
       throw this.recover(e);
     }
+  }
+
+  /** What a call's result says besides its value, for a call started at `t0`. */
+  meta(t0) {
+    return { ms: performance.now() - t0, backend: this.engine.backend(), gpu_failure: this.engine.gpuFailure() };
   }
 
   /** The `trap` test hook, at once: throws the error `call` would after a trap. */
@@ -277,8 +282,7 @@ export class Model {
       try {
         const t0 = performance.now();
         const json = await this.run(task, request);
-        const ms = performance.now() - t0;
-        return { value: JSON.parse(json), ms, backend: this.engine.backend(), gpu_failure: this.engine.gpuFailure() };
+        return { value: JSON.parse(json), ...this.meta(t0) };
       } catch (e) {
         throw this.recover(e);
       }

@@ -1,6 +1,7 @@
 // The module worker that holds one model: messages from the page are handled in order, so
 // calls sent while the model is still loading wait for it. Between messages, a worker whose model
-// runs on the CPU waits on the express lane (lane.js) where the page set one up.
+// runs on the CPU warms it up (until its first call), then waits on the express lane (lane.js)
+// where the page set one up.
 
 import { Model } from './core.js';
 import { REFUSED, VALUE, WorkerLane } from './lane.js';

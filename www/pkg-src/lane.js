@@ -32,6 +32,11 @@ const HEADER = 16;
 const CAPACITY = 1 << 20;
 const PARK_MS = 5000;
 
+/** An error as the worker sends it to the page, by message or on the lane. */
+export function errorFields(err) {
+  return { name: err?.name ?? 'Error', message: err?.message ?? String(err) };
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -66,12 +71,13 @@ export class PageLane {
   }
 
   /**
-   * Sends `{ task, request }` if the worker is parked: resolves to `{ kind, text }`, or null at
-   * once when the call must go by message. `alive()` false stops waiting (the worker is gone).
+   * Sends the request `message()` builds if the worker is parked: resolves to `{ kind, text }`,
+   * or null at once when the call must go by message. `alive()` false stops waiting (the worker
+   * is gone).
    */
   call(message, alive) {
     if (this.busy || Atomics.load(this.ctrl, STATE) !== PARKED) return null;
-    const bytes = encoder.encode(message); // (encodeInto refuses shared memory)
+    const bytes = encoder.encode(message()); // (encodeInto refuses shared memory)
     if (bytes.length > CAPACITY) return null;
     this.data.set(bytes);
     Atomics.store(this.ctrl, LEN, bytes.length);
@@ -147,7 +153,7 @@ export class WorkerLane {
       const message = decoder.decode(this.data.slice(0, Atomics.load(this.ctrl, LEN)));
       result = this.serve(message);
     } catch (err) {
-      result = { kind: ERROR, text: JSON.stringify({ name: err?.name ?? 'Error', message: err?.message ?? String(err) }) };
+      result = { kind: ERROR, text: JSON.stringify(errorFields(err)) };
     }
     let { kind, text } = result;
     let bytes = encoder.encode(text);

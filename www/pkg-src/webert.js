@@ -56,7 +56,7 @@ class WorkerHost {
   send(msg, onProgress, byMessage = false) {
     if (this.dead) return Promise.reject(this.dead);
     // Calls (and the trap test hook) take the express lane when nothing is ahead of them.
-    const lane = msg.op === 'call' ? `${msg.task}\n${JSON.stringify(msg.request)}` : msg.what === 'trap' ? 'debug:trap\n' : null;
+    const lane = msg.op === 'call' ? () => `${msg.task}\n${JSON.stringify(msg.request)}` : msg.what === 'trap' ? () => 'debug:trap\n' : null;
     if (lane && this.lane && !byMessage && this.pending.size === 0) {
       const answer = this.lane.call(lane, () => !this.dead);
       if (answer) return this.fromLane(answer, msg, onProgress);

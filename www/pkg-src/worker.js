@@ -4,7 +4,7 @@
 // where the page set one up.
 
 import { Model } from './core.js';
-import { REFUSED, VALUE, WorkerLane } from './lane.js';
+import { errorFields, REFUSED, VALUE, WorkerLane } from './lane.js';
 
 let model = null;
 let queue = Promise.resolve();
@@ -67,7 +67,7 @@ self.onmessage = (e) => {
       const result = await handle(msg);
       self.postMessage({ id: msg.id, result });
     } catch (err) {
-      self.postMessage({ id: msg.id, error: { name: err?.name ?? 'Error', message: err?.message ?? String(err) } });
+      self.postMessage({ id: msg.id, error: errorFields(err) });
     }
     if (--handling === 0) idle();
   });

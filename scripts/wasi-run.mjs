@@ -21,10 +21,10 @@ if (process.env.WEBERT_WASI_CHILD) {
   const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
   process.exit(wasi.start(instance));
 } else {
-  // Less often (about 1 run in 10 on this machine, before and after 2026-11-30's changes) the
-  // same V8 crash hits in the middle of a test, which then never reports. A crash by a signal is
-  // V8's (a fault in the wasm code would be a trap, reported as a failed test), so such a run is
-  // repeated, up to three runs; failing tests and traps still fail at once.
+  // Less often (counts in docs/browser.md) the same V8 crash hits in the middle of a test, which
+  // then never reports. A crash by a signal is V8's (a fault in the wasm code would be a trap,
+  // reported as a failed test), so such a run is repeated, up to three runs; failing tests and
+  // traps still fail at once.
   const run = (attempt) => {
     // The child gets this process's node flags (e.g. --experimental-wasm-relaxed-simd).
     const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), wasmPath, ...args], {

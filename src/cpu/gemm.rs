@@ -206,9 +206,9 @@ fn lines_per_strip(len: usize, strips: usize) -> usize {
 
 /// Reads one float per 64-byte cache line, lines `first..first + count` of `next` (those that
 /// exist). Spread over the strips of one panel, this starts loading the next panel's weights
-/// while this one computes (WebAssembly has no prefetch instruction): the f32 forward ran about
-/// 5 % faster at 128 tokens and 10 % at 15 in Chromium (NOTES.md, session 8). No division per
-/// call: a tile is short. The int8 GEMM measured no faster with it.
+/// while this one computes (WebAssembly has no prefetch instruction); the f32 forward gains
+/// from it, the int8 GEMM does not (docs/performance.md). No division per call: a tile is
+/// short.
 #[inline]
 fn touch_lines(next: &[f32], first: usize, count: usize) {
     let end = (first + count).min(next.len().div_ceil(16));

@@ -95,9 +95,9 @@ impl Lanes for f32 {
 
 /// The polynomial coefficients and bounds of [`exp`], [`erf`] and [`tanh`], as values.
 ///
-/// V8 rebuilds every `v128.const` inside a loop from immediates (3-4 instructions each, about
-/// 20 per GELU vector), so on wasm the loops take them through [`opaque`] once per row: the
-/// compiler then splats them before the loop and V8 keeps them in registers.
+/// V8 rebuilds every `v128.const` inside a loop from immediates, several instructions for each
+/// of a GELU vector's constants, so on wasm the loops take them through [`opaque`] once per
+/// row: the compiler then splats them before the loop and V8 keeps them in registers.
 #[derive(Clone, Copy)]
 pub struct Coeffs {
     exp_lo: f32,

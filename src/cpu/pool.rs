@@ -36,8 +36,8 @@ static DONE: AtomicUsize = AtomicUsize::new(0);
 static RESTING: AtomicBool = AtomicBool::new(false);
 
 /// Spins of an idle helper before it sleeps: consecutive loops of one forward pass are
-/// usually closer together than a wake-up takes (in browsers, often hundreds of µs). Native
-/// spins pause (tens of ns each), wasm's do not: both come to a few milliseconds.
+/// usually closer together than a wake-up takes, which is slow in browsers
+/// (docs/performance.md). Native spins pause, wasm's do not: both come to a few milliseconds.
 pub const SPINS: u32 = if cfg!(target_arch = "wasm32") {
     1 << 22
 } else {

@@ -6,10 +6,9 @@
 //! does with loop strength reduction off (`-C llvm-args=-disable-lsr`, which also folds the
 //! tile's constant address offsets into its loads). The package's builds pass that flag with
 //! `--cfg webert_no_lsr` (`scripts/wasm_flags.sh`). With LSR on, LLVM groups the FMAs by B
-//! vector, all six splats are live, and 6x8 spills (about 0.7x the speed of 4x8), so such
-//! builds keep 4x8. In Chromium 156 (`examples/gemm_bench.rs`), 6x8 without LSR runs
-//! 1.1–1.2x 4x8 on MiniLM's shapes at 128 tokens (weights hot or cold) and about equal at
-//! 15 tokens.
+//! vector, all six splats are live, and 6x8 spills (slower than 4x8), so such builds keep
+//! 4x8. Without LSR, 6x8 beats 4x8 at 128 tokens and ties at 15 (`examples/gemm_bench.rs`
+//! in Chromium; figures in docs/performance.md).
 
 use super::kernels::{Kernel, QKernel, QTile, TileFn};
 use super::simd128::tile_with;
@@ -83,9 +82,9 @@ pub fn int8_dot_works() -> bool {
     })
 }
 
-/// The integer tile: 2 rows × 16 columns. In Chromium 156 it runs about 10% faster than 4x8
-/// (which spills: 8 int32 dot + 8 f32 accumulators) and 3x8, 3x12, 2x12, 2x24, 1x16 and 1x32
-/// (`examples/gemm_bench.rs`).
+/// The integer tile: 2 rows × 16 columns. In Chromium it beats 4x8 (which spills: 8 int32 dot
+/// and 8 f32 accumulators) and 3x8, 3x12, 2x12, 2x24, 1x16 and 1x32 (`examples/gemm_bench.rs`;
+/// figures in docs/performance.md).
 const QMR: usize = 2;
 const QNV: usize = 4;
 const QNR: usize = 4 * QNV;

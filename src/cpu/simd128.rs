@@ -1,6 +1,7 @@
 //! WebAssembly `simd128` micro-kernel: 4 rows × 8 columns. V8 gives wasm 15 allocatable xmm
 //! registers (xmm15 is its scratch) and, without FMA, each multiply-add needs a temporary:
-//! 4x8 measured fastest (5x8, 6x8, 4x12, 3x16 spill or lose to it, `examples/gemm_bench.rs`).
+//! 4x8 is the fastest (5x8, 6x8, 4x12, 3x16 spill or lose to it, `examples/gemm_bench.rs`;
+//! docs/performance.md).
 
 use super::kernels::{store_partial, Kernel, QKernel, QTile, StripBlock};
 use std::arch::wasm32::*;
@@ -258,7 +259,8 @@ unsafe fn qtile_sums<const R: usize, const V: usize, const AS: usize, const SHAR
 /// Adds one weight block's int32 sums, scaled, to a quantized tile's f32 accumulators:
 /// `acc += dot·(sa·sw) − (sa·Σqa)·(zp·sw)`, or `acc += (dot − zp·Σqa)·(sa·sw)` when the zero
 /// point is `SHARED`, with `madd(a, b, c) = a·b + c`. The subtraction is in f32 (exact below
-/// 2^24): V8's scalar float-to-int conversion of `Σqa` cost 20 % of the int16 tile's speed.
+/// 2^24): in int32, V8's scalar float-to-int conversion of `Σqa` made the tile slower
+/// (docs/performance.md).
 ///
 /// # Safety
 /// `t.a_scales` and `t.b_scales` hold the per-block scales of the tile's strip and panel (see

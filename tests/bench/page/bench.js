@@ -11,7 +11,7 @@ const runs = Number(q.get('runs') ?? 20);
 const warmup = Number(q.get('warmup') ?? 3);
 // ...and warm-up calls go on until this long has passed for the row: V8 compiles hot wasm
 // functions (both engines') in the background for a while after a page starts, and on a
-// 2-core machine those compiles slowed the first row's calls 2x.
+// 2-core machine those compiles slowed the first row's calls (docs/performance.md).
 const warmupMs = Number(q.get('warmupMs') ?? 2000);
 const device = q.get('device') ?? 'wasm';
 // webert's default in browsers is a Web Worker (two thread hops per call); worker=0 runs it on the

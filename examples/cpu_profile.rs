@@ -4,7 +4,8 @@
 //! `--threads N`: native only, N threads.
 //! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers).
 use std::time::Instant;
-use webert::cpu::{Batch, CpuExecutor, Quantized};
+use webert::cpu::{kernels, CpuExecutor};
+use webert::exec::{Batch, Quantized};
 use webert::model::{BlockQuant, ModelConfig, Plan};
 
 /// Replaces each encoder linear weight by its 4-bit, block-32 quantization.
@@ -76,13 +77,14 @@ fn main() {
             (cfg, weights)
         }
     };
-    let plan = Plan::build(cfg, weights).expect("plan");
+    let (plan, weights) = Plan::build(cfg, weights).expect("plan");
     let quantized = if f32_only {
         Quantized::F32
     } else {
         Quantized::Int
     };
-    let mut exec = CpuExecutor::new(plan, quantized);
+    let plan = std::sync::Arc::new(plan);
+    let mut exec = CpuExecutor::new(plan, weights, kernels::select(), quantized);
     let l = args
         .iter()
         .position(|a| a == "--tokens")

@@ -2,7 +2,8 @@
 //! (`scripts/wasm_bench.sh`), it measures the simd128 kernels under V8 without a browser.
 //!   wasm_bench <model dir>... [--seq-len 128] [--runs 20]
 use std::time::Instant;
-use webert::engine::Engine;
+use webert::engine::{Engine, LoadOptions, Want};
+use webert::model::ModelFiles;
 
 fn main() -> webert::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -18,19 +19,20 @@ fn main() -> webert::Result<()> {
     let (seq_len, runs) = (opt("--seq-len", 128), opt("--runs", 20));
     let words = "Hi, my name is John Smith and I live at 42 Elm Street, Springfield. ";
     for dir in &args {
-        let engine = Engine::from_dir(dir)?;
+        let files = ModelFiles::from_dir(dir.as_ref())?;
+        let engine = pollster::block_on(Engine::load(files, LoadOptions::cpu()))?;
         let mut text = String::new();
         while engine.tokenizer.encode(&text, None)?.len() < seq_len {
             text.push_str(words);
         }
         let windows = vec![engine.encode(&text, None, Some(seq_len))?];
         for _ in 0..3 {
-            pollster::block_on(engine.run(&windows, true, &[]))?;
+            pollster::block_on(engine.run(&windows, Want::Logits, &[]))?;
         }
         let mut ms: Vec<f64> = (0..runs.max(1))
             .map(|_| {
                 let t = Instant::now();
-                pollster::block_on(engine.run(&windows, true, &[])).map(|_| ())?;
+                pollster::block_on(engine.run(&windows, Want::Logits, &[])).map(|_| ())?;
                 Ok(t.elapsed().as_secs_f64() * 1e3)
             })
             .collect::<webert::Result<_>>()?;

@@ -5,7 +5,7 @@
 // never read: that is the padding mask. Head sizes up to 64 (attention_wide.wgsl above that).
 const BQ: u32 = 16u;
 const BK: u32 = 16u;
-const HD: u32 = 64u;
+const HD: u32 = TILED_HEAD_DIM;
 // Row stride of the K tile: the 16 lanes read 16 different keys at once, in distinct banks.
 const KS: u32 = 65u;
 const NEG: f32 = -3.0e38;

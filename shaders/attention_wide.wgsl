@@ -2,17 +2,15 @@
 // per (query row, head, sequence) over the fused [q|k|v] rows. Scores live in workgroup memory
 // only; keys past the sequence's real length are never read (the padding mask). Two-pass softmax
 // with exp in f32.
-const MAX_LEN: u32 = 512u;
-const MAX_HEAD_DIM: u32 = 256u;
-var<workgroup> scores: array<f32, 512>;
-var<workgroup> q: array<f32, 256>;
+var<workgroup> scores: array<f32, MAX_SEQ>;
+var<workgroup> q: array<f32, MAX_HEAD_DIM>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let i = wg.x;
     let h = wg.y;
     let b = wg.z;
-    let len = min(lens[b], MAX_LEN);
+    let len = min(lens[b], MAX_SEQ);
     let ld = 3u * p.hidden;
     let row = b * p.seq_len + i;
     let q0 = row * ld + h * p.head_dim;

@@ -1,14 +1,6 @@
 // out[r] = x[rows[r] - lo] for rows[r] in [lo, hi), other rows untouched: the first token of
 // each sequence, the rows a head was asked for, or the word-embedding rows held by one chunk
 // of a table split across buffers.
-struct Params {
-    rows: u32,
-    cols: u32,
-    lo: u32,
-    hi: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> rows: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;

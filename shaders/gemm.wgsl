@@ -8,20 +8,8 @@
 // on rows lid.y + 8i and columns
 // lid.x + 16j, so neighbouring invocations read tile rows 5 vec4s apart (no bank conflicts)
 // and store neighbouring columns (coalesced).
-// Sizes come from the uniform, so one pipeline serves every shape; edges are bounds-checked.
-struct Params {
-    m: u32,
-    n: u32,
-    k: u32,
-    act: u32,
-    has_bias: u32,
-    has_residual: u32,
-    // Row stride of out/residual and the column this chunk of w starts at.
-    ldo: u32,
-    col_off: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+// Sizes come from the uniform (`GemmParams` in src/gpu/params.rs), so one pipeline serves
+// every shape; edges are bounds-checked.
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
@@ -32,11 +20,6 @@ const BN: u32 = 64u;
 const BK: u32 = 16u;
 // Row pitch of a tile in workgroup memory, in vec4s: BK / 4 plus one of padding.
 const PITCH: u32 = 5u;
-const ACT_NONE: u32 = 0u;
-const ACT_GELU: u32 = 1u;
-const ACT_GELU_TANH: u32 = 2u;
-const ACT_RELU: u32 = 3u;
-const ACT_TANH: u32 = 4u;
 
 var<workgroup> xs: array<vec4<f32>, BM * PITCH>;
 var<workgroup> ws: array<vec4<f32>, 320>; // [BN][PITCH]

@@ -1,6 +1,5 @@
 // GEMM with f16 weights (half the memory and bandwidth), widened to f32 on load; k % 4 == 0.
-enable f16;
-
+// (`enable f16;` heads the module: directives must come before the generated prelude.)
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> w: array<vec4<f16>>;
 

@@ -1,11 +1,4 @@
 // In-place LayerNorm of each row: one workgroup per row.
-struct Params {
-    rows: u32,
-    dim: u32,
-    eps: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> gamma: array<f32>;
 @group(0) @binding(2) var<storage, read> beta: array<f32>;
 @group(0) @binding(3) var<storage, read_write> x: array<f32>;

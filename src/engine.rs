@@ -1,16 +1,22 @@
 //! A loaded model: config, tokenizer and an executor, plus padding of tokenized windows into
 //! batches. Tasks talk to this, never to an executor directly.
 
-pub use crate::cpu::Quantized;
-use crate::cpu::{Batch, CpuExecutor, Output};
-use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, GpuExecutor, GpuOptions};
-use crate::model::{Architecture, ModelConfig, ModelFiles, Plan, TextTokenizer, Windowing};
-use std::sync::Mutex;
+use crate::cpu::{kernels, pool, CpuExecutor};
+use crate::error::{Error, GpuErrorKind, Result};
+use crate::exec::{Batch, Output};
+pub use crate::exec::{Quantized, Want};
+pub use crate::gpu::GpuOptions;
+use crate::gpu::{GpuContext, GpuExecutor};
+use crate::model::{
+    Architecture, ModelConfig, ModelFiles, Plan, Rows, TextTokenizer, Weights, Windowing,
+};
+use std::sync::{Arc, Mutex};
 use tokenizers::Encoding;
 
-/// Where the model runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where the model runs: `auto`, `gpu` (also `webgpu`) or `cpu`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 pub enum Device {
     /// The GPU when a hardware adapter works and is faster than the CPU at load (see
     /// [`AutoOptions::probe`]), else the CPU; falls back to the CPU for good if the GPU fails
@@ -18,22 +24,10 @@ pub enum Device {
     #[default]
     Auto,
     /// The GPU, any adapter (software ones included); its failures are errors.
+    #[serde(alias = "webgpu")]
+    #[cfg_attr(not(target_arch = "wasm32"), value(alias = "webgpu"))]
     Gpu,
     Cpu,
-}
-
-impl std::str::FromStr for Device {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "auto" => Ok(Device::Auto),
-            "gpu" | "webgpu" => Ok(Device::Gpu),
-            "cpu" => Ok(Device::Cpu),
-            o => Err(Error::Input(format!(
-                "unknown backend `{o}`; use auto, gpu or cpu"
-            ))),
-        }
-    }
 }
 
 /// How [`Device::Auto`] chooses between the GPU and the CPU.
@@ -96,14 +90,33 @@ impl std::fmt::Display for Probe {
 /// The probe's window length (capped at the model's).
 const PROBE_TOKENS: usize = 128;
 
-/// How to load a model: [`Engine::load_with_options`].
-#[derive(Debug, Clone, Copy, Default)]
+/// How to load a model ([`Engine::load`]); the default is `auto` with every setting at its
+/// default. The library reads no environment variables: the CLI maps its `WEBERT_*` onto this.
+#[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     pub device: Device,
     /// How `Device::Auto` chooses between the GPU and the CPU.
     pub auto: AutoOptions,
+    /// Settings of the GPU executor (f16 weights, binding limit).
+    pub gpu: GpuOptions,
+    /// The CPU micro-kernel by name (see [`kernels::names`]); `None` picks the fastest this
+    /// machine runs. A name it cannot run is an error.
+    pub isa: Option<String>,
+    /// CPU threads (the caller's included) of the process-wide pool that every engine shares;
+    /// `None` leaves the pool as it is.
+    pub threads: Option<usize>,
     /// How the CPU path computes with q4 weights (the GPU dequantizes them).
     pub quantized: Quantized,
+}
+
+impl LoadOptions {
+    /// The CPU only, every other setting at its default.
+    pub fn cpu() -> Self {
+        LoadOptions {
+            device: Device::Cpu,
+            ..Default::default()
+        }
+    }
 }
 
 struct Gpu {
@@ -118,6 +131,7 @@ const MAX_BATCH: usize = 32;
 pub struct Engine {
     pub config: ModelConfig,
     pub tokenizer: TextTokenizer,
+    plan: Arc<Plan>,
     cpu: Mutex<CpuExecutor>,
     gpu: Mutex<Option<Gpu>>,
     device: Device,
@@ -127,110 +141,80 @@ pub struct Engine {
     probe: Option<Probe>,
 }
 
-/// Per window: the hidden states `[len, h]` and the head's logits rows for it.
+/// Per window: the hidden states `[len, h]` and the head's logits rows for it, each empty
+/// when not asked for.
+#[derive(Debug)]
 pub struct WindowOutput {
     pub hidden: Vec<f32>,
     pub logits: Vec<f32>,
 }
 
 impl Engine {
-    /// Loads a model for the CPU.
-    pub fn load(files: ModelFiles) -> Result<Engine> {
+    /// Loads a model folder's files for `options.device`; with `Auto`, a GPU that cannot be
+    /// set up, or is slower than the CPU, means the CPU.
+    pub async fn load(files: ModelFiles, options: LoadOptions) -> Result<Engine> {
         let (config, tokenizer, weights) = files.load()?;
-        let plan = Plan::build(config.clone(), weights)?;
-        let q = Quantized::default();
-        Ok(Engine::assemble(
-            config,
-            tokenizer,
-            plan,
-            None,
-            Device::Cpu,
-            q,
-        ))
+        Engine::build(config, tokenizer, weights, options).await
     }
 
-    /// Loads a model for `device`; with `Auto`, a GPU that cannot be set up, or is slower
-    /// than the CPU, means the CPU.
-    pub async fn load_on(files: ModelFiles, device: Device) -> Result<Engine> {
-        Engine::load_with(files, device, AutoOptions::default()).await
-    }
-
-    /// As [`Engine::load_on`], with `auto` settling how `Device::Auto` chooses (tests of the
-    /// GPU path and its fallback on machines without a GPU).
-    pub async fn load_with(files: ModelFiles, device: Device, auto: AutoOptions) -> Result<Engine> {
-        let options = LoadOptions {
-            device,
-            auto,
-            ..Default::default()
-        };
-        Engine::load_with_options(files, options).await
-    }
-
-    pub async fn load_with_options(files: ModelFiles, options: LoadOptions) -> Result<Engine> {
-        let (config, tokenizer, weights) = files.load()?;
-        let plan = Plan::build(config.clone(), weights)?;
-        Engine::on_device(config, tokenizer, plan, options).await
-    }
-
-    /// Loads a model for the GPU (any adapter) with explicit executor settings: tests and
-    /// benchmarks of split weights and of f16.
-    pub async fn load_gpu_with(files: ModelFiles, options: GpuOptions) -> Result<Engine> {
-        let (config, tokenizer, weights) = files.load()?;
-        let plan = Plan::build(config.clone(), weights)?;
-        let gpu = Engine::gpu(&plan, true, options).await?;
-        Ok(Engine::assemble(
-            config,
-            tokenizer,
-            plan,
-            Some(gpu),
-            Device::Gpu,
-            Quantized::default(),
-        ))
-    }
-
-    /// A model of a standard shape (`bert-base`, …) with random weights and the tokenizer of
-    /// `files`, for timing only.
-    pub async fn synthetic(files: ModelFiles, shape: &str, device: Device) -> Result<Engine> {
-        let (config, tokenizer, _) = files.load()?;
-        let (config, weights) = crate::model::synthetic::random_model(config, shape, 42)
-            .ok_or_else(|| {
-                Error::Input(format!(
-                    "unknown shape `{shape}`; use bert-base, bert-large or minilm-l6"
-                ))
-            })?;
-        let plan = Plan::build(config.clone(), weights)?;
-        let options = LoadOptions {
-            device,
-            ..Default::default()
-        };
-        Engine::on_device(config, tokenizer, plan, options).await
-    }
-
-    /// Sets up the GPU executor `device` asks for (none for the CPU), then the CPU executor;
-    /// under `Auto`, times both when `auto.probe` is set.
-    async fn on_device(
+    /// As [`Engine::load`], from a config, tokenizer and weights already at hand (the CLI's
+    /// random models of standard shapes for timing).
+    pub async fn build(
         config: ModelConfig,
         tokenizer: TextTokenizer,
-        plan: Plan,
+        weights: Weights,
         options: LoadOptions,
     ) -> Result<Engine> {
-        let LoadOptions {
-            device,
-            auto,
-            quantized,
-        } = options;
+        let kernel = match &options.isa {
+            Some(name) => kernels::by_name(name)?,
+            None => kernels::select(),
+        };
+        match options.threads {
+            Some(0) => return Err(Error::Input("threads must be at least 1".into())),
+            Some(n) => pool::set_threads(n),
+            None => {}
+        }
+        let (plan, tensors) = Plan::build(config.clone(), weights)?;
+        let plan = Arc::new(plan);
+        let (device, auto) = (options.device, options.auto);
         let gpu = match device {
             Device::Cpu => None,
-            Device::Gpu => Some(Engine::gpu(&plan, true, GpuOptions::from_env()).await?),
-            Device::Auto => Engine::gpu(&plan, auto.allow_software, GpuOptions::from_env())
-                .await
-                .ok(),
+            Device::Gpu => Some(Engine::gpu(&plan, &tensors, true, options.gpu).await?),
+            Device::Auto => {
+                (Engine::gpu(&plan, &tensors, auto.allow_software, options.gpu).await).ok()
+            }
         };
-        let mut engine = Engine::assemble(config, tokenizer, plan, gpu, device, quantized);
+        let cpu = CpuExecutor::new(plan.clone(), tensors, kernel, options.quantized);
+        let (kernel, int_kernel) = (cpu.kernel_name(), cpu.int_kernel_name());
+        let last = match &gpu {
+            Some(g) => format!("gpu {}", g.adapter_name()),
+            None => format!("cpu-{kernel}"),
+        };
+        let mut engine = Engine {
+            config,
+            tokenizer,
+            plan,
+            cpu: Mutex::new(cpu),
+            gpu: Mutex::new(gpu.map(|exec| Gpu { exec, failed: None })),
+            device,
+            kernel,
+            int_kernel,
+            last_backend: Mutex::new(last),
+            probe: None,
+        };
         if device == Device::Auto && auto.probe {
             engine.probe_backends().await;
         }
         Ok(engine)
+    }
+
+    /// What a forward for the probe and warm-ups asks for: the head's logits where there is
+    /// a head (what tasks read), else the hidden state.
+    fn full_forward(&self) -> Want {
+        match self.plan.logits {
+            Some(_) => Want::Logits,
+            None => Want::Hidden,
+        }
     }
 
     /// Times one window on the GPU and on the CPU, and gives the GPU up (freeing its
@@ -241,6 +225,7 @@ impl Engine {
             return;
         }
         let batch = self.probe_batch(tokens);
+        let want = self.full_forward();
         let cpu_backend = format!("cpu-{}", self.kernel);
         let last_backend = self
             .last_backend
@@ -248,7 +233,7 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner());
         let gpu = self.gpu.get_mut().unwrap_or_else(|p| p.into_inner());
         let Some(g) = gpu.as_mut() else { return };
-        let gpu_ms = match best_gpu_ms(&mut g.exec, &batch).await {
+        let gpu_ms = match best_gpu_ms(&mut g.exec, &batch, want).await {
             Ok(ms) => ms,
             Err(e) => {
                 g.failed = Some(e.to_string());
@@ -258,12 +243,12 @@ impl Engine {
         };
         let adapter = g.exec.adapter_name();
         let cpu = self.cpu.get_mut().unwrap_or_else(|p| p.into_inner());
-        let Ok(mut cpu_ms) = cpu_ms_of(cpu, &batch) else {
+        let Ok(mut cpu_ms) = cpu_ms_of(cpu, &batch, want) else {
             return; // the CPU path itself fails: the GPU stays
         };
         if gpu_is_faster(gpu_ms, cpu_ms) {
             // That CPU run was the first (cold): one more before the GPU wins.
-            if let Ok(again) = cpu_ms_of(cpu, &batch) {
+            if let Ok(again) = cpu_ms_of(cpu, &batch, want) {
                 cpu_ms = cpu_ms.min(again);
             }
         }
@@ -288,13 +273,7 @@ impl Engine {
         if let Some(cls) = self.tokenizer.cls_id {
             ids[0] = cls;
         }
-        let picks = self
-            .cpu
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .plan()
-            .logits_rows()
-            == Some(crate::model::Rows::Picked);
+        let picks = self.plan.logits_rows() == Some(Rows::Picked);
         Batch {
             ids,
             type_ids: vec![0; n],
@@ -304,52 +283,23 @@ impl Engine {
         }
     }
 
-    async fn gpu(plan: &Plan, allow_software: bool, options: GpuOptions) -> Result<GpuExecutor> {
+    async fn gpu(
+        plan: &Arc<Plan>,
+        tensors: &[crate::model::Tensor],
+        allow_software: bool,
+        options: GpuOptions,
+    ) -> Result<GpuExecutor> {
         let ctx = GpuContext::new(options).await?;
         if !allow_software && ctx.is_software() {
-            return Err(Error::Gpu(format!(
-                "{} is a software adapter, slower than the CPU path",
-                ctx.name()
-            )));
+            return Err(Error::gpu(
+                GpuErrorKind::Unavailable,
+                format!(
+                    "{} is a software adapter, slower than the CPU path",
+                    ctx.name()
+                ),
+            ));
         }
-        GpuExecutor::new(ctx, plan)
-    }
-
-    fn assemble(
-        config: ModelConfig,
-        tokenizer: TextTokenizer,
-        plan: Plan,
-        gpu: Option<GpuExecutor>,
-        device: Device,
-        quantized: Quantized,
-    ) -> Engine {
-        let cpu = CpuExecutor::new(plan, quantized);
-        let (kernel, int_kernel) = (cpu.kernel_name(), cpu.int_kernel_name());
-        let last = match &gpu {
-            Some(g) => format!("gpu {}", g.adapter_name()),
-            None => format!("cpu-{kernel}"),
-        };
-        Engine {
-            config,
-            tokenizer,
-            cpu: Mutex::new(cpu),
-            gpu: Mutex::new(gpu.map(|exec| Gpu { exec, failed: None })),
-            device,
-            kernel,
-            int_kernel,
-            last_backend: Mutex::new(last),
-            probe: None,
-        }
-    }
-
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    pub fn from_dir(dir: impl AsRef<std::path::Path>) -> Result<Engine> {
-        Engine::load(ModelFiles::from_dir(dir.as_ref())?)
-    }
-
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    pub async fn from_dir_on(dir: impl AsRef<std::path::Path>, device: Device) -> Result<Engine> {
-        Engine::load_on(ModelFiles::from_dir(dir.as_ref())?, device).await
+        GpuExecutor::new(ctx, plan.clone(), tensors)
     }
 
     /// The CPU's integer tile for block-quantized (q4) weights, e.g. `relaxed-simd int8`; `None`
@@ -391,6 +341,7 @@ impl Engine {
     }
 
     /// Makes the next GPU call fail as if the device were lost (tests of the fallback).
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn lose_gpu_for_test(&self) {
         if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
             g.exec.destroy_device();
@@ -398,18 +349,18 @@ impl Engine {
     }
 
     /// Per-kernel GPU milliseconds for one forward over `windows` (padded as `run` pads them),
-    /// with the task head's as `head` when `head` is set, when the model runs on a GPU with
+    /// with the task head's as `head` when `want` runs it, when the model runs on a GPU with
     /// timestamp queries.
     #[allow(clippy::await_holding_lock)]
     pub async fn gpu_profile(
         &self,
         windows: &[Encoding],
-        head: bool,
+        want: Want,
     ) -> Result<Option<Vec<(&'static str, f64)>>> {
         let batch = self.pad(windows, &[]);
         let mut gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
         match gpu.as_mut() {
-            Some(g) => g.exec.profile(&batch, head).await,
+            Some(g) => g.exec.profile(&batch, want).await,
             None => Ok(None),
         }
     }
@@ -418,10 +369,10 @@ impl Engine {
     pub fn cpu_profile(&self, windows: &[Encoding]) -> Result<Vec<(String, f64)>> {
         let batch = self.pad(windows, &[]);
         let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-        crate::cpu::pool::take_stats();
+        pool::take_stats();
         let mut kinds = cpu.profile(&batch, now_ms)?;
-        if crate::cpu::pool::threads() > 1 {
-            let [mine, theirs, spins, loops, idle_spins] = crate::cpu::pool::take_stats();
+        if pool::threads() > 1 {
+            let [mine, theirs, spins, loops, idle_spins] = pool::take_stats();
             kinds.push(("pool: tasks run by the caller".into(), mine as f64));
             kinds.push(("pool: tasks run by helpers".into(), theirs as f64));
             kinds.push(("pool: parallel loops".into(), loops as f64));
@@ -440,7 +391,10 @@ impl Engine {
     pub fn cpu_head_ms(&self, windows: &[Encoding], runs: usize) -> Result<f64> {
         let batch = self.pad(windows, &[]);
         let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-        let hidden = cpu.forward(&batch, false)?.hidden;
+        let hidden = cpu
+            .forward(&batch, Want::Hidden)?
+            .hidden
+            .unwrap_or_default();
         let mut best = f64::INFINITY;
         for _ in 0..runs.max(1) {
             let t = std::time::Instant::now();
@@ -453,16 +407,19 @@ impl Engine {
     // The guards below are held across `.await`: the engine serves one call at a time, which
     // also keeps GPU submissions ordered. Its futures are therefore not `Send`.
     #[allow(clippy::await_holding_lock)]
-    async fn forward(&self, batch: &Batch, head: bool) -> Result<Output> {
+    async fn forward(&self, batch: &Batch, want: Want) -> Result<Output> {
         {
             let mut gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(g) = gpu.as_mut().filter(|g| g.failed.is_none()) {
-                match g.exec.forward(batch, head).await {
+                match g.exec.forward(batch, want).await {
                     Ok(out) => {
                         self.set_backend(format!("gpu {}", g.exec.adapter_name()));
                         return Ok(out);
                     }
-                    Err(e) if self.device == Device::Auto => g.failed = Some(e.to_string()),
+                    Err(e) if self.device != Device::Auto => return Err(e),
+                    // This call only: the CPU runs it and the GPU stays for the next.
+                    Err(e) if e.gpu_kind().is_some_and(GpuErrorKind::keeps_device) => {}
+                    Err(e) if e.gpu_kind().is_some() => g.failed = Some(e.to_string()),
                     Err(e) => return Err(e),
                 }
             }
@@ -471,7 +428,7 @@ impl Engine {
             .cpu
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .forward(batch, head)?;
+            .forward(batch, want)?;
         self.set_backend(format!("cpu-{}", self.kernel));
         Ok(out)
     }
@@ -529,42 +486,45 @@ impl Engine {
         Ok(enc)
     }
 
-    /// Runs windows through the encoder (and the head when `head`), in padded batches.
-    /// `picked[w]` are token positions of window `w` whose head rows are wanted (fill-mask).
+    /// Runs windows through the encoder (and the head when `want` asks for logits), in padded
+    /// batches. `picked[w]` are token positions of window `w` whose head rows are wanted
+    /// (fill-mask).
     pub async fn run(
         &self,
         windows: &[Encoding],
-        head: bool,
+        want: Want,
         picked: &[Vec<usize>],
     ) -> Result<Vec<WindowOutput>> {
         let mut out = Vec::with_capacity(windows.len());
         let h = self.config.hidden_size;
-        let (logit_cols, logit_rows) = {
-            let cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-            (cpu.plan().logits_cols(), cpu.plan().logits_rows())
-        };
+        let (logit_cols, logit_rows) = (self.plan.logits_cols(), self.plan.logits_rows());
         for (chunk_i, chunk) in windows.chunks(MAX_BATCH).enumerate() {
-            let batch = self.pad(chunk, picked.get(chunk_i * MAX_BATCH..).unwrap_or(&[]));
-            let Output { hidden, logits } = self.forward(&batch, head).await?;
+            let picked = picked.get(chunk_i * MAX_BATCH..).unwrap_or(&[]);
+            let batch = self.pad(chunk, picked);
+            let Output { hidden, logits } = self.forward(&batch, want).await?;
+            let (hidden, logits) = (hidden.unwrap_or_default(), logits.unwrap_or_default());
             let l = batch.seq_len;
             let mut picked_row = 0;
             for (i, enc) in chunk.iter().enumerate() {
                 let len = enc.len();
-                let rows = match logit_rows {
-                    Some(crate::model::Rows::Tokens) => i * l..i * l + len,
-                    Some(crate::model::Rows::First) => i..i + 1,
-                    Some(crate::model::Rows::Picked) => {
-                        let n = picked.get(chunk_i * MAX_BATCH + i).map_or(0, Vec::len);
+                let rows = match logit_rows.filter(|_| want.head()) {
+                    Some(Rows::Tokens) => i * l..i * l + len,
+                    Some(Rows::First) => i..i + 1,
+                    Some(Rows::Picked) => {
+                        let n = picked.get(i).map_or(0, Vec::len);
                         picked_row += n;
                         picked_row - n..picked_row
                     }
                     None => 0..0,
                 };
+                let hidden_rows = if want.hidden() {
+                    i * l..i * l + len
+                } else {
+                    0..0
+                };
                 out.push(WindowOutput {
-                    hidden: hidden[i * l * h..(i * l + len) * h].to_vec(),
-                    logits: logits.as_ref().map_or(Vec::new(), |lg| {
-                        lg[rows.start * logit_cols..rows.end * logit_cols].to_vec()
-                    }),
+                    hidden: rows_of(&hidden, hidden_rows, h, "hidden state")?,
+                    logits: rows_of(&logits, rows, logit_cols, "logits")?,
                 });
             }
         }
@@ -599,21 +559,42 @@ impl Engine {
     }
 }
 
-/// Best of two GPU forwards of `batch` (encoder and head), after an untimed warm-up.
-async fn best_gpu_ms(exec: &mut GpuExecutor, batch: &Batch) -> Result<f64> {
-    exec.forward(batch, true).await?;
+/// `rows` rows of `cols` values out of `values`; an error, not a panic, when an executor
+/// returned fewer than the batch needs.
+fn rows_of(
+    values: &[f32],
+    rows: std::ops::Range<usize>,
+    cols: usize,
+    what: &str,
+) -> Result<Vec<f32>> {
+    let span = rows.start * cols..rows.end * cols;
+    values
+        .get(span.clone())
+        .map(<[f32]>::to_vec)
+        .ok_or_else(|| {
+            Error::Input(format!(
+                "the executor returned {} {what} values; the batch needs {}",
+                values.len(),
+                span.end
+            ))
+        })
+}
+
+/// Best of two GPU forwards of `batch`, after an untimed warm-up.
+async fn best_gpu_ms(exec: &mut GpuExecutor, batch: &Batch, want: Want) -> Result<f64> {
+    exec.forward(batch, want).await?;
     let mut best = f64::INFINITY;
     for _ in 0..2 {
         let t = now_ms();
-        exec.forward(batch, true).await?;
+        exec.forward(batch, want).await?;
         best = best.min(now_ms() - t);
     }
     Ok(best)
 }
 
-fn cpu_ms_of(cpu: &mut CpuExecutor, batch: &Batch) -> Result<f64> {
+fn cpu_ms_of(cpu: &mut CpuExecutor, batch: &Batch, want: Want) -> Result<f64> {
     let t = now_ms();
-    cpu.forward(batch, true)?;
+    cpu.forward(batch, want)?;
     Ok(now_ms() - t)
 }
 

@@ -36,7 +36,7 @@ pub enum Error {
     #[error("invalid input: {0}")]
     Input(String),
     #[error("GPU: {0}")]
-    Gpu(String),
+    Gpu(GpuError),
     #[error("the model has no {0} head; its architecture is {1}")]
     WrongHead(&'static str, String),
 }
@@ -48,4 +48,64 @@ impl Error {
             msg: msg.into(),
         }
     }
+}
+
+/// A GPU failure, typed so that the engine can tell a device it must give up from a call it
+/// only has to run elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{msg}")]
+pub struct GpuError {
+    pub kind: GpuErrorKind,
+    pub msg: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuErrorKind {
+    /// No usable adapter or device, or one without a feature that was required.
+    Unavailable,
+    /// The device was lost (driver reset, destroyed); nothing on it can be used again.
+    DeviceLost,
+    OutOfMemory,
+    /// wgpu rejected a command: a bug of ours, or an adapter that misbehaves.
+    Validation,
+    /// The GPU executor cannot run this shape (a sequence past the attention shader's limit,
+    /// activations past the binding limit); the device is fine and other calls may use it.
+    UnsupportedShape,
+    /// Something else went wrong on the way (a failed readback, a missing pipeline).
+    Internal,
+}
+
+impl GpuErrorKind {
+    /// Whether the device stays usable for later calls after this error.
+    pub fn keeps_device(self) -> bool {
+        self == GpuErrorKind::UnsupportedShape
+    }
+}
+
+impl Error {
+    pub(crate) fn gpu(kind: GpuErrorKind, msg: impl Into<String>) -> Self {
+        Error::Gpu(GpuError {
+            kind,
+            msg: msg.into(),
+        })
+    }
+
+    /// The GPU failure's kind, when this is one.
+    pub fn gpu_kind(&self) -> Option<GpuErrorKind> {
+        match self {
+            Error::Gpu(g) => Some(g.kind),
+            _ => None,
+        }
+    }
+}
+
+/// Parses a name from a request or flag (`"first"`, `"webgpu"`) into its enum, with an error
+/// that lists the names there are.
+pub fn parse_name<T: serde::de::DeserializeOwned>(what: &str, name: &str) -> Result<T> {
+    use serde::de::IntoDeserializer;
+    let de: serde::de::value::StrDeserializer<serde::de::value::Error> = name.into_deserializer();
+    T::deserialize(de).map_err(|e| {
+        let e = e.to_string().replace("unknown variant", "unknown value");
+        Error::Input(format!("{what}: {e}"))
+    })
 }

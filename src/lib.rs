@@ -7,9 +7,10 @@
 pub mod cpu;
 pub mod engine;
 pub mod error;
+pub mod exec;
 pub mod gpu;
 pub mod model;
 pub mod tasks;
 
-pub use error::{Error, Result};
+pub use error::{Error, GpuError, GpuErrorKind, Result};
 pub mod web;

@@ -4,9 +4,8 @@ mod common;
 use common::*;
 use pollster::block_on;
 use std::path::{Path, PathBuf};
-use webert::cpu::{kernels, Batch, CpuExecutor, Quantized};
-use webert::engine::Engine;
-use webert::model::{ModelFiles, Plan};
+use webert::cpu::kernels;
+use webert::exec::{Batch, Quantized, Want};
 use webert::tasks::{classify, embed, fill_mask, ner, qa, zero_shot};
 
 fn scratch(name: &str) -> PathBuf {
@@ -23,7 +22,7 @@ fn copy(from: &Path, to: &Path, files: &[&str]) {
 }
 
 fn load_err(dir: &Path) -> String {
-    match Engine::from_dir(dir) {
+    match try_engine(dir) {
         Ok(_) => panic!("{} loaded but should not", dir.display()),
         Err(e) => e.to_string(),
     }
@@ -144,8 +143,15 @@ fn wrong_task_and_bad_options_are_errors() {
         multi_label: false,
     };
     assert!(block_on(zero_shot::zero_shot(&e, "text", &["a"], &bad_template)).is_err());
-    assert!("median".parse::<embed::Pooling>().is_err());
-    assert!("sum".parse::<ner::Aggregation>().is_err());
+    let pooling = webert::error::parse_name::<embed::Pooling>("pooling", "median").unwrap_err();
+    assert!(pooling.to_string().contains("`mean`"), "{pooling}");
+    let agg = webert::error::parse_name::<ner::Aggregation>("aggregation", "sum").unwrap_err();
+    assert!(
+        agg.to_string().contains("unknown value `sum`") && agg.to_string().contains("`first`"),
+        "{agg}"
+    );
+    let isa = webert::cpu::kernels::by_name("avx2x").unwrap_err();
+    assert!(isa.to_string().contains("scalar"), "{isa}");
 
     let long = "word ".repeat(2000);
     let err = block_on(embed::embed(&e, &[&long], Default::default()))
@@ -221,7 +227,7 @@ fn hostile_texts_never_panic() {
     for t in texts {
         for agg in ["none", "simple", "first", "average", "max"] {
             let opts = ner::NerOptions {
-                aggregation: agg.parse().unwrap(),
+                aggregation: webert::error::parse_name("aggregation", agg).unwrap(),
                 ..Default::default()
             };
             let ents = block_on(ner::ner(&pii, t, &opts)).unwrap();
@@ -263,11 +269,8 @@ fn hostile_texts_never_panic() {
 #[test]
 fn every_kernel_gives_the_same_hidden_states() {
     let dir = model_dir("minilm");
-    let build = || {
-        let (cfg, tok, w) = ModelFiles::from_dir(&dir).unwrap().load().unwrap();
-        (Plan::build(cfg, w).unwrap(), tok)
-    };
-    let (plan, tok) = build();
+    let build = |k| cpu_executor(&dir, k, Quantized::F32);
+    let (mut reference, tok) = build(kernels::available()[0]);
     let enc = tok
         .encode(
             "Kernels must agree: AVX-512, AVX2, NEON, simd128 and scalar.",
@@ -286,15 +289,18 @@ fn every_kernel_gives_the_same_hidden_states() {
         seq_len: l,
         picked: vec![],
     };
-    let reference = CpuExecutor::with_kernel(plan, kernels::available()[0], Quantized::F32)
-        .forward(&batch, false)
+    let reference = reference
+        .forward(&batch, Want::Hidden)
         .unwrap()
-        .hidden;
+        .hidden
+        .unwrap();
     for k in kernels::available().into_iter().skip(1) {
-        let hidden = CpuExecutor::with_kernel(build().0, k, Quantized::F32)
-            .forward(&batch, false)
+        let hidden = build(k)
+            .0
+            .forward(&batch, Want::Hidden)
             .unwrap()
-            .hidden;
+            .hidden
+            .unwrap();
         let h = 384;
         let real: Vec<usize> = (0..l * h).chain(l * h..(l + other.len()) * h).collect();
         let diff = real

@@ -14,7 +14,7 @@ use common::*;
 use pollster::block_on;
 use serde_json::Value;
 use std::path::PathBuf;
-use webert::engine::Engine;
+use webert::engine::{Engine, Want};
 use webert::model::Architecture;
 use webert::tasks::classify::{classify, ClassifyOptions};
 use webert::tasks::fill_mask::fill_mask;
@@ -92,7 +92,7 @@ fn expected_arch(head: &str) -> Architecture {
 fn check(name: &str) {
     let g = tiny_golden(name);
     let dir = tiny_dir(name);
-    let e = Engine::from_dir(&dir).unwrap_or_else(|err| panic!("{name}: loading: {err}"));
+    let e = try_engine(&dir).unwrap_or_else(|err| panic!("{name}: loading: {err}"));
     let head = str_of(&g, "head");
     assert_eq!(
         e.architecture(),
@@ -137,11 +137,18 @@ fn check(name: &str) {
             picked.clear();
         }
 
-        let with_head = block_on(e.run(&encs, true, &picked))
+        let with_head = block_on(e.run(&encs, Want::Both, &picked))
             .unwrap_or_else(|err| panic!("{cname}: run with head: {err}"));
-        let without = block_on(e.run(&encs, false, &[]))
+        let without = block_on(e.run(&encs, Want::Hidden, &[]))
             .unwrap_or_else(|err| panic!("{cname}: run without head: {err}"));
+        let logits_only = block_on(e.run(&encs, Want::Logits, &picked))
+            .unwrap_or_else(|err| panic!("{cname}: run for logits: {err}"));
         assert_eq!(with_head.len(), inputs.len());
+        for (i, (both, only)) in with_head.iter().zip(&logits_only).enumerate() {
+            assert_eq!(both.logits, only.logits, "{cname}[{i}]: logits alone");
+            assert!(only.hidden.is_empty(), "{cname}[{i}]: hidden copied out");
+            assert!(without[i].logits.is_empty(), "{cname}[{i}]: head ran");
+        }
         for (i, inp) in inputs.iter().enumerate() {
             let want_h = floats(&inp["last_hidden_state"]);
             close(

@@ -8,8 +8,7 @@ mod common;
 use common::*;
 use pollster::block_on;
 use std::path::Path;
-use webert::engine::{AutoOptions, Device, Engine};
-use webert::gpu::GpuOptions;
+use webert::engine::{AutoOptions, Device, Engine, GpuOptions, LoadOptions, Want};
 use webert::model::{ModelFiles, Tensor, Weights};
 use webert::tasks::{classify, embed, fill_mask, ner, qa};
 
@@ -25,9 +24,30 @@ const SOFTWARE_UNTIMED: AutoOptions = AutoOptions {
     probe: false,
 };
 
+/// Any adapter (software ones included), with `gpu` settings.
+fn on_gpu(gpu: GpuOptions) -> LoadOptions {
+    LoadOptions {
+        device: Device::Gpu,
+        gpu,
+        ..Default::default()
+    }
+}
+
+fn with_auto(auto: AutoOptions) -> LoadOptions {
+    LoadOptions {
+        device: Device::Auto,
+        auto,
+        ..Default::default()
+    }
+}
+
+fn load(files: ModelFiles, options: LoadOptions) -> webert::Result<Engine> {
+    block_on(Engine::load(files, options))
+}
+
 fn gpu_engine(dir: &Path) -> Option<Engine> {
     let files = ModelFiles::from_dir(dir).unwrap();
-    usable(block_on(Engine::load_gpu_with(files, F32)))
+    usable(load(files, on_gpu(F32)))
 }
 
 fn usable(e: webert::Result<Engine>) -> Option<Engine> {
@@ -126,7 +146,7 @@ fn pii_entities_match_cpu() {
         // The forward pass is the same for every strategy; two cover token and word outputs.
         for agg in ["none", "first"] {
             let opts = ner::NerOptions {
-                aggregation: agg.parse().unwrap(),
+                aggregation: webert::error::parse_name("aggregation", agg).unwrap(),
                 max_len: Some(128),
                 stride: 32,
                 ..Default::default()
@@ -232,8 +252,8 @@ fn fill_mask_and_model_families_match_cpu() {
         } else {
             vec![]
         };
-        let a = block_on(gpu.run(&encs, true, &picked)).unwrap();
-        let b = block_on(cpu.run(&encs, true, &picked)).unwrap();
+        let a = block_on(gpu.run(&encs, Want::Both, &picked)).unwrap();
+        let b = block_on(cpu.run(&encs, Want::Both, &picked)).unwrap();
         for (x, y) in a.iter().zip(&b) {
             assert_close(
                 &format!("{} hidden", dir.display()),
@@ -259,12 +279,17 @@ fn odd_model() -> ModelFiles {
 
 /// As [`odd_model`] with `h` hidden units in `heads` heads.
 fn odd_model_sized(h: usize, heads: usize) -> ModelFiles {
+    odd_model_with(h, heads, 64)
+}
+
+/// As [`odd_model_sized`] with a position table of `positions` rows.
+fn odd_model_with(h: usize, heads: usize, positions: usize) -> ModelFiles {
     let tiny = root().join("tests/tiny/bert-bf16-sharded");
     let (inter, v) = (37, 262);
     let config = serde_json::json!({
         "architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": h,
         "num_hidden_layers": 2, "num_attention_heads": heads, "intermediate_size": inter,
-        "max_position_embeddings": 64, "type_vocab_size": 2, "vocab_size": v,
+        "max_position_embeddings": positions, "type_vocab_size": 2, "vocab_size": v,
         "hidden_act": "gelu", "layer_norm_eps": 1e-12, "pad_token_id": 0
     });
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
@@ -289,7 +314,11 @@ fn odd_model_sized(h: usize, heads: usize) -> ModelFiles {
         put(&format!("{name}.bias"), &[h], 0.0);
     };
     put("embeddings.word_embeddings.weight", &[v, h], 0.0);
-    put("embeddings.position_embeddings.weight", &[64, h], 0.0);
+    put(
+        "embeddings.position_embeddings.weight",
+        &[positions, h],
+        0.0,
+    );
     put("embeddings.token_type_embeddings.weight", &[2, h], 0.0);
     norm(&mut put, "embeddings.LayerNorm");
     for l in 0..2 {
@@ -330,8 +359,8 @@ fn assert_mlm_matches_cpu_on(gpu: &Engine, cpu: &Engine, what: &str, long: &str)
         gpu.encode("Short", None, None).unwrap(),
     ];
     let picked = vec![vec![1, 3], vec![1]];
-    let a = block_on(gpu.run(&encs, true, &picked)).unwrap();
-    let b = block_on(cpu.run(&encs, true, &picked)).unwrap();
+    let a = block_on(gpu.run(&encs, Want::Both, &picked)).unwrap();
+    let b = block_on(cpu.run(&encs, Want::Both, &picked)).unwrap();
     let top = |l: &[f32]| -> Vec<usize> {
         l.chunks(gpu.config.vocab_size)
             .map(|r| (0..r.len()).max_by(|&i, &j| r[i].total_cmp(&r[j])).unwrap())
@@ -339,8 +368,8 @@ fn assert_mlm_matches_cpu_on(gpu: &Engine, cpu: &Engine, what: &str, long: &str)
     };
     // Alone, the short text is few enough rows for the short GEMM tiles.
     let short = [gpu.encode("Short", None, None).unwrap()];
-    let c = block_on(gpu.run(&short, true, &picked[1..])).unwrap();
-    let d = block_on(cpu.run(&short, true, &picked[1..])).unwrap();
+    let c = block_on(gpu.run(&short, Want::Both, &picked[1..])).unwrap();
+    let d = block_on(cpu.run(&short, Want::Both, &picked[1..])).unwrap();
     for (x, y) in a.iter().zip(&b).chain(c.iter().zip(&d)) {
         assert_close(&format!("{what} hidden"), &x.hidden, &y.hidden, 1e-3);
         assert_close(&format!("{what} logits"), &x.logits, &y.logits, 1e-3);
@@ -350,10 +379,10 @@ fn assert_mlm_matches_cpu_on(gpu: &Engine, cpu: &Engine, what: &str, long: &str)
 
 #[test]
 fn odd_sizes_match_cpu() {
-    let Some(gpu) = usable(block_on(Engine::load_gpu_with(odd_model(), F32))) else {
+    let Some(gpu) = usable(load(odd_model(), on_gpu(F32))) else {
         return;
     };
-    let cpu = Engine::load(odd_model()).unwrap();
+    let cpu = load(odd_model(), LoadOptions::cpu()).unwrap();
     assert_mlm_matches_cpu(&gpu, &cpu, "odd sizes");
 }
 
@@ -367,7 +396,7 @@ fn capped(bytes: u64) -> GpuOptions {
 /// The embeddings of a split word table are gathered chunk by chunk before the encoder.
 fn assert_split(gpu: &Engine) {
     let encs = vec![gpu.encode("split", None, None).unwrap()];
-    if let Some(kernels) = block_on(gpu.gpu_profile(&encs, false)).unwrap() {
+    if let Some(kernels) = block_on(gpu.gpu_profile(&encs, Want::Hidden)).unwrap() {
         assert!(kernels.iter().any(|(k, _)| *k == "gather"), "{kernels:?}");
     }
 }
@@ -379,7 +408,7 @@ fn assert_split(gpu: &Engine) {
 fn split_weights_match_cpu() {
     let dir = model_dir("splade-tiny");
     let files = ModelFiles::from_dir(&dir).unwrap();
-    let Some(gpu) = usable(block_on(Engine::load_gpu_with(files, capped(4 << 20)))) else {
+    let Some(gpu) = usable(load(files, on_gpu(capped(4 << 20)))) else {
         return;
     };
     assert_split(&gpu);
@@ -398,7 +427,11 @@ fn split_weights_match_cpu() {
     }
     let xlmr = root().join("tests/tiny/xlmr-mlm");
     for (what, files, cpu) in [
-        ("odd sizes", odd_model(), Engine::load(odd_model()).unwrap()),
+        (
+            "odd sizes",
+            odd_model(),
+            load(odd_model(), LoadOptions::cpu()).unwrap(),
+        ),
         (
             "xlmr-mlm",
             ModelFiles::from_dir(&xlmr).unwrap(),
@@ -407,7 +440,7 @@ fn split_weights_match_cpu() {
     ] {
         // 12000 bytes: the 31 KB word tables in 3 chunks, XLM-R's 12 KB QKV weight in 2, and
         // the two-sequence batches in two submissions.
-        let gpu = block_on(Engine::load_gpu_with(files, capped(12000))).unwrap();
+        let gpu = load(files, on_gpu(capped(12000))).unwrap();
         assert_split(&gpu);
         // Short enough for one sequence's activations to fit the cap.
         assert_mlm_matches_cpu_on(&gpu, &cpu, what, "Hello world, this is a longer test.");
@@ -427,24 +460,20 @@ fn f16_weights_match_cpu() {
         f16: Some(true),
         ..Default::default()
     };
-    let load = |dir: &Path| {
-        let gpu = block_on(Engine::load_gpu_with(
-            ModelFiles::from_dir(dir).unwrap(),
-            f16,
-        ));
+    let pair_f16 = |dir: &Path| {
+        let gpu = load(ModelFiles::from_dir(dir).unwrap(), on_gpu(f16));
         (usable(gpu), engine(dir))
     };
     let dir = model_dir("minilm");
-    match block_on(Engine::load_gpu_with(
-        ModelFiles::from_dir(&dir).unwrap(),
-        f16,
-    )) {
+    match load(ModelFiles::from_dir(&dir).unwrap(), on_gpu(f16)) {
         Err(e) if e.to_string().contains("shader-f16") => {
             return eprintln!("skipping the f16 test: {e}");
         }
         _ => {}
     }
-    let (Some(gpu), cpu) = load(&dir) else { return };
+    let (Some(gpu), cpu) = pair_f16(&dir) else {
+        return;
+    };
     assert!(gpu.backend().contains("f16"), "{}", gpu.backend());
     let g = golden("minilm.json");
     let inputs = untruncated_inputs(&g);
@@ -454,11 +483,11 @@ fn f16_weights_match_cpu() {
         let c = cosine(&x.concat(), &y.concat());
         assert!(c >= 0.999, "case {i}: cosine {c}");
     }
-    let (Some(gpu), cpu) = load(&model_dir("pii")) else {
+    let (Some(gpu), cpu) = pair_f16(&model_dir("pii")) else {
         return;
     };
     let opts = ner::NerOptions {
-        aggregation: "first".parse().unwrap(),
+        aggregation: ner::Aggregation::First,
         ..Default::default()
     };
     for case in golden("pii.json")["cases"].as_array().unwrap() {
@@ -472,7 +501,7 @@ fn f16_weights_match_cpu() {
         };
         assert_eq!(spans(&a), spans(&b), "{text:.40}");
     }
-    let (Some(gpu), cpu) = load(&with_head("seqcls")) else {
+    let (Some(gpu), cpu) = pair_f16(&with_head("seqcls")) else {
         return;
     };
     let inputs = [("I loved this film", None), ("terrible, boring", None)];
@@ -488,10 +517,10 @@ fn f16_weights_match_cpu() {
 fn heads_wider_than_the_tiled_attention_match_cpu() {
     // Head size 75: the one-query-per-workgroup attention shader.
     let model = || odd_model_sized(150, 2);
-    let Some(gpu) = usable(block_on(Engine::load_on(model(), Device::Gpu))) else {
+    let Some(gpu) = usable(load(model(), on_gpu(GpuOptions::default()))) else {
         return;
     };
-    let cpu = Engine::load(model()).unwrap();
+    let cpu = load(model(), LoadOptions::cpu()).unwrap();
     assert_mlm_matches_cpu(&gpu, &cpu, "head size 75");
 }
 
@@ -501,11 +530,10 @@ fn lost_device_falls_back_to_cpu() {
     if gpu_engine(&dir).is_none() {
         return;
     }
-    let e = block_on(Engine::load_with(
+    let e = load(
         ModelFiles::from_dir(&dir).unwrap(),
-        Device::Auto,
-        SOFTWARE_UNTIMED,
-    ))
+        with_auto(SOFTWARE_UNTIMED),
+    )
     .unwrap();
     assert!(e.probe().is_none());
     let opts = embed::EmbedOptions {
@@ -523,6 +551,45 @@ fn lost_device_falls_back_to_cpu() {
     let g = gpu_engine(&dir).unwrap();
     g.lose_gpu_for_test();
     assert!(block_on(embed::embed(&g, &["x"], opts)).is_err());
+}
+
+/// A sequence longer than the attention shader takes is a shape the GPU cannot run, not a
+/// broken GPU: under auto that one call runs on the CPU and the next short one on the GPU;
+/// an explicit GPU reports it as an unsupported shape.
+#[test]
+fn an_unsupported_shape_runs_on_the_cpu_and_keeps_the_gpu() {
+    let model = || odd_model_with(30, 3, 700);
+    let Some(gpu) = usable(load(model(), on_gpu(F32))) else {
+        return;
+    };
+    let auto = load(model(), with_auto(SOFTWARE_UNTIMED)).unwrap();
+    let cpu = load(model(), LoadOptions::cpu()).unwrap();
+    let long = auto.tokenizer.encode(&"word ".repeat(150), None).unwrap();
+    assert!(
+        long.len() > 512 && long.len() <= 700,
+        "{} tokens",
+        long.len()
+    );
+    let short = auto.encode("Short", None, None).unwrap();
+    let picked = [vec![1]];
+
+    let a = block_on(auto.run(std::slice::from_ref(&long), Want::Both, &picked)).unwrap();
+    assert!(auto.backend().starts_with("cpu-"), "{}", auto.backend());
+    assert!(auto.has_gpu() && auto.gpu_failure().is_none());
+    let b = block_on(cpu.run(std::slice::from_ref(&long), Want::Both, &picked)).unwrap();
+    assert_eq!(a[0].hidden, b[0].hidden);
+    assert_eq!(a[0].logits, b[0].logits);
+    block_on(auto.run(std::slice::from_ref(&short), Want::Both, &picked)).unwrap();
+    assert!(auto.backend().starts_with("gpu"), "{}", auto.backend());
+
+    let err = block_on(gpu.run(std::slice::from_ref(&long), Want::Both, &picked)).unwrap_err();
+    assert_eq!(
+        err.gpu_kind(),
+        Some(webert::GpuErrorKind::UnsupportedShape),
+        "{err}"
+    );
+    assert!(err.to_string().contains("512"), "{err}");
+    block_on(gpu.run(std::slice::from_ref(&short), Want::Both, &picked)).unwrap();
 }
 
 #[test]
@@ -543,7 +610,7 @@ fn auto_times_both_backends_and_keeps_the_faster() {
         ("fill-mask", odd_model_sized(150, 2)), // a head over picked rows
     ];
     for (name, files) in models {
-        let e = block_on(Engine::load_with(files, Device::Auto, auto)).unwrap();
+        let e = load(files, with_auto(auto)).unwrap();
         let probe = e.probe().expect("auto timed both backends").clone();
         eprintln!("{name}: {probe}");
         assert!(probe.gpu_ms > 0.0 && probe.cpu_ms > 0.0, "{name}: {probe}");
@@ -571,16 +638,12 @@ fn auto_times_both_backends_and_keeps_the_faster() {
         assert_eq!(e.backend().starts_with("gpu"), probe.gpu_wins(), "{name}");
     }
     // Only auto times: an explicit GPU or CPU is taken as asked.
-    let gpu = block_on(Engine::load_on(
+    let gpu = load(
         ModelFiles::from_dir(&dir).unwrap(),
-        Device::Gpu,
-    ))
+        on_gpu(GpuOptions::default()),
+    )
     .unwrap();
     assert!(gpu.probe().is_none() && gpu.backend().starts_with("gpu"));
-    let cpu = block_on(Engine::load_on(
-        ModelFiles::from_dir(&dir).unwrap(),
-        Device::Cpu,
-    ))
-    .unwrap();
+    let cpu = load(ModelFiles::from_dir(&dir).unwrap(), LoadOptions::cpu()).unwrap();
     assert!(cpu.probe().is_none() && cpu.gpu_failure().is_none());
 }

@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use pollster::block_on;
+use webert::engine::Want;
 use webert::tasks::classify::{classify, ClassifyOptions, ScoreFn};
 use webert::tasks::qa::{answer, QaOptions};
 
@@ -108,7 +109,9 @@ fn question_answering_matches_pipeline() {
                 )
                 .unwrap();
             assert_eq!(enc.get_ids(), ids(&raw["input_ids"]).as_slice());
-            let out = block_on(e.run(&[enc], true, &[])).unwrap().remove(0);
+            let out = block_on(e.run(&[enc], Want::Logits, &[]))
+                .unwrap()
+                .remove(0);
             let start: Vec<f32> = out.logits.iter().step_by(2).copied().collect();
             let end: Vec<f32> = out.logits.iter().skip(1).step_by(2).copied().collect();
             assert_close("start logits", &start, &floats(&raw["start_logits"]), 1e-4);

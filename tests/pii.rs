@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use pollster::block_on;
 use serde_json::Value;
-use webert::engine::Engine;
+use webert::engine::{Engine, Want};
 use webert::tasks::ner::{ner, Aggregation, Entity, NerOptions};
 
 fn check_entities(what: &str, got: &[Entity], want: &Value) {
@@ -42,7 +42,10 @@ fn check_entities(what: &str, got: &[Entity], want: &Value) {
 fn logits(e: &Engine, ids_: &[u32], text: &str) -> Vec<f32> {
     let enc = e.encode(text, None, None).unwrap();
     assert_eq!(enc.get_ids(), ids_);
-    block_on(e.run(&[enc], true, &[])).unwrap().remove(0).logits
+    block_on(e.run(&[enc], Want::Logits, &[]))
+        .unwrap()
+        .remove(0)
+        .logits
 }
 
 const STRATEGIES: [(&str, Aggregation); 5] = [
@@ -116,7 +119,7 @@ fn long_text_is_windowed_and_merged() {
         .unwrap();
     let want_windows = g["windows"].as_array().unwrap();
     assert_eq!(windows.len(), want_windows.len());
-    let outs = block_on(e.run(&windows, true, &[])).unwrap();
+    let outs = block_on(e.run(&windows, Want::Logits, &[])).unwrap();
     for ((enc, out), w) in windows.iter().zip(&outs).zip(want_windows) {
         assert_eq!(enc.get_ids(), ids(&w["input_ids"]).as_slice());
         assert_close(

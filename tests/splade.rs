@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use pollster::block_on;
+use webert::engine::Want;
 use webert::tasks::fill_mask::fill_mask;
 
 #[test]
@@ -40,13 +41,17 @@ fn mlm_logits_match_pytorch() {
             .iter()
             .map(|x| x.as_u64().unwrap() as usize)
             .collect();
-        let out = block_on(e.run(&[enc], true, &[masks])).unwrap().remove(0);
+        let out = block_on(e.run(&[enc], Want::Logits, &[masks]))
+            .unwrap()
+            .remove(0);
         assert_close("mask rows", &out.logits, &floats(&case["logits"]), 1e-4);
     }
     let all = &g["all_positions_logits"];
     let enc = e.encode(str_of(all, "text"), None, None).unwrap();
     let rows: Vec<usize> = (0..enc.len()).collect();
-    let out = block_on(e.run(&[enc], true, &[rows])).unwrap().remove(0);
+    let out = block_on(e.run(&[enc], Want::Logits, &[rows]))
+        .unwrap()
+        .remove(0);
     let v = e.config.vocab_size;
     let first64: Vec<f32> = out
         .logits

@@ -4,8 +4,8 @@
 
 mod common;
 use common::*;
-use webert::cpu::{kernels, pool, Batch, CpuExecutor, Quantized};
-use webert::model::{ModelFiles, Plan};
+use webert::cpu::{kernels, pool};
+use webert::exec::{Batch, Quantized, Want};
 
 fn batch(tok_ids: &[Vec<u32>], pad: u32) -> Batch {
     let l = tok_ids.iter().map(Vec::len).max().unwrap();
@@ -24,10 +24,7 @@ fn batch(tok_ids: &[Vec<u32>], pad: u32) -> Batch {
 }
 
 fn hidden(model: &str, kernel: &'static kernels::Kernel, q: Quantized, threads: usize) -> Vec<f32> {
-    let (cfg, tok, w) = ModelFiles::from_dir(&model_dir(model))
-        .unwrap()
-        .load()
-        .unwrap();
+    let (mut ex, tok) = cpu_executor(&model_dir(model), kernel, q);
     let texts = [
         "Threads split the work; the answers must not move by one bit. Call Ana at 555-0100.",
         "short",
@@ -37,11 +34,10 @@ fn hidden(model: &str, kernel: &'static kernels::Kernel, q: Quantized, threads: 
         .iter()
         .map(|t| tok.encode(t, None).unwrap().get_ids().to_vec())
         .collect();
-    let mut ex = CpuExecutor::with_kernel(Plan::build(cfg, w).unwrap(), kernel, q);
     pool::set_threads(threads);
-    let out = ex.forward(&batch(&ids, tok.pad_id), true).unwrap();
+    let out = ex.forward(&batch(&ids, tok.pad_id), Want::Both).unwrap();
     pool::set_threads(1);
-    let mut all = out.hidden;
+    let mut all = out.hidden.unwrap();
     all.extend(out.logits.unwrap_or_default());
     all
 }

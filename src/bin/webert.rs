@@ -20,7 +20,11 @@ mod cli {
     use serde::Serialize;
     use std::io::BufRead;
     use std::path::PathBuf;
-    use webert::engine::Engine;
+    use webert::engine::{Device, Engine, GpuOptions, LoadOptions};
+    use webert::model::ModelFiles;
+    use webert::tasks::classify::ScoreFn;
+    use webert::tasks::embed::Pooling;
+    use webert::tasks::ner::Aggregation;
     use webert::tasks::{classify, embed, fill_mask, ner, qa, zero_shot};
     use webert::{Error, Result};
 
@@ -28,7 +32,10 @@ mod cli {
     #[command(
         name = "webert",
         version,
-        about = "BERT-family encoders on CPU SIMD (and WebGPU): HF-pipeline-compatible JSON out"
+        about = "BERT-family encoders on CPU SIMD (and WebGPU): HF-pipeline-compatible JSON out",
+        after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
+                      WEBERT_GPU_F16 (0 keeps f32 GPU weights, 1 requires f16), \
+                      WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit)"
     )]
     struct Cli {
         #[command(subcommand)]
@@ -52,9 +59,9 @@ mod cli {
         /// Cut inputs to this many tokens (implies --truncate)
         #[arg(long)]
         max_tokens: Option<usize>,
-        /// auto (a hardware GPU if it beats the CPU at load, else CPU; CPU if the GPU fails) | gpu | cpu
-        #[arg(long, default_value = "auto")]
-        backend: String,
+        /// auto: a hardware GPU if it beats the CPU at load, else the CPU (and the CPU if the GPU fails)
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: Device,
     }
 
     impl Common {
@@ -66,108 +73,106 @@ mod cli {
     #[derive(Subcommand)]
     enum Cmd {
         /// Sentence embeddings (or ranking against --query)
-        Embed {
-            #[command(flatten)]
-            c: Common,
-            #[arg(long, default_value = "mean")]
-            pooling: String,
-            #[arg(long)]
-            normalize: bool,
-            /// Rank the texts by cosine similarity to this query
-            #[arg(long)]
-            query: Option<String>,
-        },
+        Embed(EmbedArgs),
         /// Sequence classification; with --labels, zero-shot by embedding similarity
-        Classify {
-            #[command(flatten)]
-            c: Common,
-            /// Second text of a pair
-            #[arg(long)]
-            pair: Option<String>,
-            #[arg(long)]
-            top_k: Option<usize>,
-            /// softmax | sigmoid | none (default: as the config says)
-            #[arg(long)]
-            function: Option<String>,
-            /// Comma-separated candidate labels: zero-shot classification
-            #[arg(long)]
-            labels: Option<String>,
-            #[arg(long, default_value = "This example is {}.")]
-            template: String,
-            #[arg(long)]
-            multi_label: bool,
-        },
+        Classify(ClassifyArgs),
         /// Token classification (named entities, PII)
-        Ner {
-            #[command(flatten)]
-            c: Common,
-            #[arg(long, default_value = "none")]
-            aggregation: String,
-            /// Tokens shared by consecutive windows of long texts
-            #[arg(long, default_value_t = 16)]
-            stride: usize,
-            /// Window length in tokens (default: the model's maximum)
-            #[arg(long)]
-            max_length: Option<usize>,
-        },
+        Ner(NerArgs),
         /// Extractive question answering over --context (or --text)
-        Qa {
-            #[command(flatten)]
-            c: Common,
-            #[arg(long)]
-            question: String,
-            #[arg(long)]
-            context: Option<String>,
-            #[arg(long, default_value_t = 1)]
-            top_k: usize,
-            #[arg(long)]
-            max_seq_len: Option<usize>,
-            #[arg(long)]
-            doc_stride: Option<usize>,
-            #[arg(long, default_value_t = 64)]
-            max_question_len: usize,
-            #[arg(long, default_value_t = 15)]
-            max_answer_len: usize,
-            #[arg(long)]
-            handle_impossible_answer: bool,
-        },
+        Qa(QaArgs),
         /// Top-k tokens for each mask token
-        FillMask {
-            #[command(flatten)]
-            c: Common,
-            #[arg(long, default_value_t = 5)]
-            top_k: usize,
-        },
+        FillMask(FillMaskArgs),
         /// Write an ONNX model's weights (dequantized to f32) as safetensors
-        ImportOnnx {
-            /// The .onnx file
-            #[arg(long)]
-            onnx: PathBuf,
-            #[arg(long)]
-            out: PathBuf,
-        },
+        ImportOnnx(ImportArgs),
         /// Time forward passes: ms per sequence and sequences per second
-        Bench {
-            #[arg(long)]
-            model: PathBuf,
-            #[arg(long, default_value_t = 1)]
-            batch: usize,
-            #[arg(long, default_value_t = 128)]
-            seq_len: usize,
-            #[arg(long, default_value_t = 20)]
-            runs: usize,
-            #[arg(long, default_value_t = 3)]
-            warmup: usize,
-            #[arg(long, default_value = "cpu")]
-            backend: String,
-            /// Time a standard shape (bert-base, bert-large, minilm-l6) with random weights,
-            /// using --model only for its tokenizer and vocabulary
-            #[arg(long)]
-            shape: Option<String>,
-            /// Run the task head too; with a GPU, also time the head alone on the CPU
-            #[arg(long)]
-            head: bool,
-        },
+        Bench(super::bench::BenchArgs),
+    }
+
+    #[derive(Args)]
+    struct EmbedArgs {
+        #[command(flatten)]
+        c: Common,
+        #[arg(long, value_enum, default_value = "mean")]
+        pooling: Pooling,
+        #[arg(long)]
+        normalize: bool,
+        /// Rank the texts by cosine similarity to this query
+        #[arg(long)]
+        query: Option<String>,
+    }
+
+    #[derive(Args)]
+    struct ClassifyArgs {
+        #[command(flatten)]
+        c: Common,
+        /// Second text of a pair
+        #[arg(long)]
+        pair: Option<String>,
+        #[arg(long)]
+        top_k: Option<usize>,
+        /// Default: as the config says (softmax, or sigmoid for multi-label and one-logit heads)
+        #[arg(long, value_enum)]
+        function: Option<ScoreFn>,
+        /// Comma-separated candidate labels: zero-shot classification
+        #[arg(long)]
+        labels: Option<String>,
+        #[arg(long, default_value = "This example is {}.")]
+        template: String,
+        #[arg(long)]
+        multi_label: bool,
+    }
+
+    #[derive(Args)]
+    struct NerArgs {
+        #[command(flatten)]
+        c: Common,
+        #[arg(long, value_enum, default_value = "none")]
+        aggregation: Aggregation,
+        /// Tokens shared by consecutive windows of long texts
+        #[arg(long, default_value_t = 16)]
+        stride: usize,
+        /// Window length in tokens (default: the model's maximum)
+        #[arg(long)]
+        max_length: Option<usize>,
+    }
+
+    #[derive(Args)]
+    struct QaArgs {
+        #[command(flatten)]
+        c: Common,
+        #[arg(long)]
+        question: String,
+        #[arg(long)]
+        context: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        top_k: usize,
+        #[arg(long)]
+        max_seq_len: Option<usize>,
+        #[arg(long)]
+        doc_stride: Option<usize>,
+        #[arg(long, default_value_t = 64)]
+        max_question_len: usize,
+        #[arg(long, default_value_t = 15)]
+        max_answer_len: usize,
+        #[arg(long)]
+        handle_impossible_answer: bool,
+    }
+
+    #[derive(Args)]
+    struct FillMaskArgs {
+        #[command(flatten)]
+        c: Common,
+        #[arg(long, default_value_t = 5)]
+        top_k: usize,
+    }
+
+    #[derive(Args)]
+    struct ImportArgs {
+        /// The .onnx file
+        #[arg(long)]
+        onnx: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
     }
 
     fn texts(c: &Common) -> Result<Vec<String>> {
@@ -187,7 +192,9 @@ mod cli {
         Ok(lines)
     }
 
-    fn print<T: Serialize>(items: Vec<T>) -> Result<()> {
+    /// One item as itself, several as a list; then the backend that ran on stderr.
+    fn print<T: Serialize>(engine: &Engine, items: Vec<T>) -> Result<()> {
+        report(engine);
         let json = if items.len() == 1 {
             serde_json::to_string_pretty(&items[0])
         } else {
@@ -197,9 +204,37 @@ mod cli {
         Ok(())
     }
 
+    /// Load options from a backend and the `WEBERT_*` variables (a malformed value is an error).
+    pub fn options(device: Device) -> Result<LoadOptions> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let f16 = match var("WEBERT_GPU_F16").as_deref() {
+            None => None,
+            Some("0") => Some(false),
+            Some("1") => Some(true),
+            Some(o) => {
+                return Err(Error::Input(format!(
+                    "WEBERT_GPU_F16={o}: use 0 (f32 weights) or 1 (require f16)"
+                )))
+            }
+        };
+        let max_binding = match var("WEBERT_GPU_MAX_BINDING") {
+            None => None,
+            Some(v) => Some(v.parse().map_err(|_| {
+                Error::Input(format!(
+                    "WEBERT_GPU_MAX_BINDING={v}: expected a number of bytes"
+                ))
+            })?),
+        };
+        Ok(LoadOptions {
+            device,
+            gpu: GpuOptions { max_binding, f16 },
+            isa: var("WEBERT_ISA"),
+            ..Default::default()
+        })
+    }
+
     async fn load(c: &Common) -> Result<Engine> {
-        let engine = Engine::from_dir_on(&c.model, c.backend.parse()?).await?;
-        Ok(engine)
+        Engine::load(ModelFiles::from_dir(&c.model)?, options(c.backend)?).await
     }
 
     fn report(engine: &Engine) {
@@ -221,254 +256,222 @@ mod cli {
             None => webert::cpu::pool::set_threads(cores),
         }
         match cli.cmd {
-            Cmd::Embed {
-                c,
-                pooling,
-                normalize,
-                query,
-            } => {
-                let engine = load(&c).await?;
-                let texts = texts(&c)?;
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                let opts = embed::EmbedOptions {
-                    pooling: pooling.parse()?,
-                    normalize,
-                    truncation: c.truncation(),
-                };
-                match query {
-                    Some(q) => {
-                        #[derive(Serialize)]
-                        struct Ranked<'a> {
-                            corpus_id: usize,
-                            score: f32,
-                            text: &'a str,
-                        }
-                        let ranked = embed::rank(&engine, &q, &refs, opts).await?;
-                        let out: Vec<Ranked> = ranked
-                            .into_iter()
-                            .map(|(i, score)| Ranked {
-                                corpus_id: i,
-                                score,
-                                text: refs[i],
-                            })
-                            .collect();
-                        report(&engine);
-                        println!(
-                            "{}",
-                            serde_json::to_string_pretty(&out)
-                                .map_err(|e| Error::Input(e.to_string()))?
-                        );
-                        Ok(())
-                    }
-                    None => {
-                        let out = embed::embed(&engine, &refs, opts).await?;
-                        report(&engine);
-                        print(out)
-                    }
-                }
-            }
-            Cmd::Classify {
-                c,
-                pair,
-                top_k,
-                function,
-                labels,
-                template,
-                multi_label,
-            } => {
-                let engine = load(&c).await?;
-                let texts = texts(&c)?;
-                if let Some(labels) = labels {
-                    let labels: Vec<&str> = labels
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|l| !l.is_empty())
-                        .collect();
-                    let opts = zero_shot::ZeroShotOptions {
-                        hypothesis_template: template,
-                        multi_label,
-                    };
-                    let mut out = Vec::new();
-                    for t in &texts {
-                        out.push(zero_shot::zero_shot(&engine, t, &labels, &opts).await?);
-                    }
-                    report(&engine);
-                    return print(out);
-                }
-                let function = match function.as_deref() {
-                    None => classify::ScoreFn::Auto,
-                    Some("softmax") => classify::ScoreFn::Softmax,
-                    Some("sigmoid") => classify::ScoreFn::Sigmoid,
-                    Some("none") => classify::ScoreFn::None,
-                    Some(o) => {
-                        return Err(Error::Input(format!(
-                            "unknown --function `{o}`; use softmax, sigmoid or none"
-                        )))
-                    }
-                };
-                let inputs: Vec<(&str, Option<&str>)> = texts
-                    .iter()
-                    .map(|t| (t.as_str(), pair.as_deref()))
-                    .collect();
-                let opts = classify::ClassifyOptions {
-                    top_k,
-                    function,
-                    truncation: c.truncation(),
-                };
-                let out = classify::classify(&engine, &inputs, opts).await?;
-                report(&engine);
-                print(out)
-            }
-            Cmd::Ner {
-                c,
-                aggregation,
-                stride,
-                max_length,
-            } => {
-                let engine = load(&c).await?;
-                let opts = ner::NerOptions {
-                    aggregation: aggregation.parse()?,
-                    stride,
-                    max_len: max_length,
-                    ..Default::default()
-                };
-                let mut out = Vec::new();
-                for t in texts(&c)? {
-                    out.push(ner::ner(&engine, &t, &opts).await?);
-                }
-                report(&engine);
-                print(out)
-            }
-            Cmd::Qa {
-                c,
-                question,
-                context,
-                top_k,
-                max_seq_len,
-                doc_stride,
-                max_question_len,
-                max_answer_len,
-                handle_impossible_answer,
-            } => {
-                let engine = load(&c).await?;
-                let contexts = match context {
-                    Some(ctx) => vec![ctx],
-                    None => texts(&c)?,
-                };
-                let opts = qa::QaOptions {
-                    top_k,
-                    max_seq_len,
-                    doc_stride,
-                    max_question_len,
-                    max_answer_len,
-                    handle_impossible_answer,
-                    align_to_words: true,
-                };
-                let mut out = Vec::new();
-                for ctx in &contexts {
-                    let a = qa::answer(&engine, &question, ctx, &opts).await?;
-                    out.push(if top_k == 1 {
-                        serde_json::json!(a.first())
-                    } else {
-                        serde_json::json!(a)
-                    });
-                }
-                report(&engine);
-                print(out)
-            }
-            Cmd::FillMask { c, top_k } => {
-                let engine = load(&c).await?;
-                let mut out = Vec::new();
-                for t in texts(&c)? {
-                    let mut p = fill_mask::fill_mask(&engine, &t, top_k, c.truncation()).await?;
-                    out.push(if p.len() == 1 {
-                        serde_json::json!(p.remove(0))
-                    } else {
-                        serde_json::json!(p)
-                    });
-                }
-                report(&engine);
-                print(out)
-            }
-            Cmd::ImportOnnx { onnx, out } => {
-                let bytes = std::fs::read(&onnx).map_err(|e| Error::Io {
-                    path: onnx.display().to_string(),
-                    source: e,
-                })?;
-                let w = webert::model::onnx::import(&onnx.display().to_string(), &bytes)?;
-                let st = w.to_safetensors()?;
-                std::fs::write(&out, st).map_err(|e| Error::Io {
-                    path: out.display().to_string(),
-                    source: e,
-                })?;
-                eprintln!("wrote {} tensors to {}", w.len(), out.display());
-                Ok(())
-            }
-            Cmd::Bench {
-                model,
-                batch,
-                seq_len,
-                runs,
-                warmup,
-                backend,
-                shape,
-                head,
-            } => {
-                let device = backend.parse()?;
-                let engine = match &shape {
-                    Some(s) => {
-                        Engine::synthetic(webert::model::ModelFiles::from_dir(&model)?, s, device)
-                            .await?
-                    }
-                    None => Engine::from_dir_on(&model, device).await?,
-                };
-                let label = shape.unwrap_or_else(|| model.display().to_string());
-                super::bench::run(&engine, &label, batch, seq_len, runs, warmup, head).await
-            }
+            Cmd::Embed(a) => embed(a).await,
+            Cmd::Classify(a) => classify(a).await,
+            Cmd::Ner(a) => ner(a).await,
+            Cmd::Qa(a) => qa(a).await,
+            Cmd::FillMask(a) => fill_mask(a).await,
+            Cmd::ImportOnnx(a) => import_onnx(a),
+            Cmd::Bench(a) => super::bench::run(a).await,
         }
+    }
+
+    async fn embed(a: EmbedArgs) -> Result<()> {
+        let engine = load(&a.c).await?;
+        let texts = texts(&a.c)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let opts = embed::EmbedOptions {
+            pooling: a.pooling,
+            normalize: a.normalize,
+            truncation: a.c.truncation(),
+        };
+        let Some(q) = a.query else {
+            let out = embed::embed(&engine, &refs, opts).await?;
+            return print(&engine, out);
+        };
+        #[derive(Serialize)]
+        struct Ranked<'a> {
+            corpus_id: usize,
+            score: f32,
+            text: &'a str,
+        }
+        let ranked = embed::rank(&engine, &q, &refs, opts).await?;
+        let out: Vec<Ranked> = (ranked.into_iter())
+            .map(|(i, score)| Ranked {
+                corpus_id: i,
+                score,
+                text: refs[i],
+            })
+            .collect();
+        // A ranking is always a list, even of one.
+        print(&engine, vec![out])
+    }
+
+    async fn classify(a: ClassifyArgs) -> Result<()> {
+        let engine = load(&a.c).await?;
+        let texts = texts(&a.c)?;
+        if let Some(labels) = a.labels {
+            let labels: Vec<&str> = (labels.split(','))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let opts = zero_shot::ZeroShotOptions {
+                hypothesis_template: a.template,
+                multi_label: a.multi_label,
+            };
+            let mut out = Vec::new();
+            for t in &texts {
+                out.push(zero_shot::zero_shot(&engine, t, &labels, &opts).await?);
+            }
+            return print(&engine, out);
+        }
+        let inputs: Vec<(&str, Option<&str>)> = (texts.iter())
+            .map(|t| (t.as_str(), a.pair.as_deref()))
+            .collect();
+        let opts = classify::ClassifyOptions {
+            top_k: a.top_k,
+            function: a.function.unwrap_or_default(),
+            truncation: a.c.truncation(),
+        };
+        let out = classify::classify(&engine, &inputs, opts).await?;
+        print(&engine, out)
+    }
+
+    async fn ner(a: NerArgs) -> Result<()> {
+        let engine = load(&a.c).await?;
+        let opts = ner::NerOptions {
+            aggregation: a.aggregation,
+            stride: a.stride,
+            max_len: a.max_length,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        for t in texts(&a.c)? {
+            out.push(ner::ner(&engine, &t, &opts).await?);
+        }
+        print(&engine, out)
+    }
+
+    async fn qa(a: QaArgs) -> Result<()> {
+        let engine = load(&a.c).await?;
+        let contexts = match a.context {
+            Some(ctx) => vec![ctx],
+            None => texts(&a.c)?,
+        };
+        let opts = qa::QaOptions {
+            top_k: a.top_k,
+            max_seq_len: a.max_seq_len,
+            doc_stride: a.doc_stride,
+            max_question_len: a.max_question_len,
+            max_answer_len: a.max_answer_len,
+            handle_impossible_answer: a.handle_impossible_answer,
+            align_to_words: true,
+        };
+        let mut out = Vec::new();
+        for ctx in &contexts {
+            let answers = qa::answer(&engine, &a.question, ctx, &opts).await?;
+            out.push(match a.top_k {
+                1 => serde_json::json!(answers.first()),
+                _ => serde_json::json!(answers),
+            });
+        }
+        print(&engine, out)
+    }
+
+    async fn fill_mask(a: FillMaskArgs) -> Result<()> {
+        let engine = load(&a.c).await?;
+        let mut out = Vec::new();
+        for t in texts(&a.c)? {
+            let mut p = fill_mask::fill_mask(&engine, &t, a.top_k, a.c.truncation()).await?;
+            out.push(match p.len() {
+                1 => serde_json::json!(p.remove(0)),
+                _ => serde_json::json!(p),
+            });
+        }
+        print(&engine, out)
+    }
+
+    fn import_onnx(a: ImportArgs) -> Result<()> {
+        let bytes = std::fs::read(&a.onnx).map_err(|e| Error::Io {
+            path: a.onnx.display().to_string(),
+            source: e,
+        })?;
+        let w = webert::model::onnx::import(&a.onnx.display().to_string(), &bytes)?;
+        let st = w.to_safetensors()?;
+        std::fs::write(&a.out, st).map_err(|e| Error::Io {
+            path: a.out.display().to_string(),
+            source: e,
+        })?;
+        eprintln!("wrote {} tensors to {}", w.len(), a.out.display());
+        Ok(())
     }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 mod bench {
+    use clap::Args;
+    use std::path::PathBuf;
     use std::time::Instant;
-    use webert::engine::Engine;
-    use webert::Result;
+    use webert::engine::{Device, Engine, Want};
+    use webert::model::ModelFiles;
+    use webert::{Error, Result};
+
+    #[derive(Args)]
+    pub struct BenchArgs {
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
+        #[arg(long, default_value_t = 128)]
+        seq_len: usize,
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+        #[arg(long, default_value_t = 3)]
+        warmup: usize,
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: Device,
+        /// Time a standard shape (bert-base, bert-large, minilm-l6) with random weights,
+        /// using --model only for its tokenizer and vocabulary
+        #[arg(long)]
+        shape: Option<String>,
+        /// Run the task head too; with a GPU, also time the head alone on the CPU
+        #[arg(long)]
+        head: bool,
+    }
+
+    async fn load(a: &BenchArgs) -> Result<Engine> {
+        let files = ModelFiles::from_dir(&a.model)?;
+        let options = super::cli::options(a.backend)?;
+        let Some(shape) = &a.shape else {
+            return Engine::load(files, options).await;
+        };
+        let (config, tokenizer, _) = files.load()?;
+        let (config, weights) = webert::model::synthetic::random_model(config, shape, 42)
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "unknown shape `{shape}`; use bert-base, bert-large or minilm-l6"
+                ))
+            })?;
+        Engine::build(config, tokenizer, weights, options).await
+    }
 
     /// Times the encoder (and the head with `head`) on `batch` copies of a text of exactly
     /// `seq_len` tokens.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn run(
-        engine: &Engine,
-        model: &str,
-        batch: usize,
-        seq_len: usize,
-        runs: usize,
-        warmup: usize,
-        head: bool,
-    ) -> Result<()> {
+    pub async fn run(a: BenchArgs) -> Result<()> {
+        let engine = load(&a).await?;
+        let want = if a.head { Want::Logits } else { Want::Hidden };
         let words =
             "the quick brown fox jumps over the lazy dog while a curious cat watches quietly ";
         let mut text = String::new();
-        while engine.tokenizer.encode(&text, None)?.len() < seq_len {
+        while engine.tokenizer.encode(&text, None)?.len() < a.seq_len {
             text.push_str(words);
         }
-        let enc = engine.encode(&text, None, Some(seq_len))?;
-        let windows = vec![enc; batch];
-        for _ in 0..warmup {
-            engine.run(&windows, head, &[]).await?;
+        let enc = engine.encode(&text, None, Some(a.seq_len))?;
+        let windows = vec![enc; a.batch];
+        for _ in 0..a.warmup {
+            engine.run(&windows, want, &[]).await?;
         }
-        let mut times = Vec::with_capacity(runs);
-        for _ in 0..runs.max(1) {
+        let mut times = Vec::with_capacity(a.runs);
+        for _ in 0..a.runs.max(1) {
             let t = Instant::now();
-            engine.run(&windows, head, &[]).await?;
+            engine.run(&windows, want, &[]).await?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
-        let gpu = engine.gpu_profile(&windows, head).await?;
-        let cpu_head = match head {
-            true => Some(engine.cpu_head_ms(&windows, runs)?),
+        let gpu = engine.gpu_profile(&windows, want).await?;
+        let cpu_head = match a.head {
+            true => Some(engine.cpu_head_ms(&windows, a.runs)?),
             false => None,
         };
         let gpu_total: Option<f64> = gpu.as_ref().map(|k| k.iter().map(|(_, ms)| ms).sum());
@@ -477,21 +480,25 @@ mod bench {
                 .map(|(name, ms)| (name.to_string(), serde_json::json!(ms)))
                 .collect()
         });
+        let label = a
+            .shape
+            .clone()
+            .unwrap_or_else(|| a.model.display().to_string());
         println!(
             "{}",
             serde_json::json!({
                 "gpu_ms_by_kernel": per_kernel,
                 "gpu_ms": gpu_total,
                 "cpu_head_ms": cpu_head,
-                "model": model,
+                "model": label,
                 "backend": engine.backend(),
-                "batch": batch,
-                "seq_len": seq_len,
+                "batch": a.batch,
+                "seq_len": a.seq_len,
                 "runs": times.len(),
                 "median_ms": median,
                 "min_ms": times[0],
-                "ms_per_sequence": median / batch as f64,
-                "sequences_per_s": batch as f64 * 1e3 / median,
+                "ms_per_sequence": median / a.batch as f64,
+                "sequences_per_s": a.batch as f64 * 1e3 / median,
             })
         );
         Ok(())

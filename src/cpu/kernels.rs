@@ -138,14 +138,27 @@ pub fn int8_reference() -> &'static Kernel {
     &super::scalar::KERNEL_INT8
 }
 
-/// The fastest kernel, or the one named by `WEBERT_ISA` (avx512, avx2, neon, relaxed-simd,
-/// simd128, scalar).
+/// The fastest kernel this machine runs.
 pub fn select() -> &'static Kernel {
+    available()[0]
+}
+
+/// The names of the kernels this machine runs, fastest first (avx512, avx2, neon,
+/// relaxed-simd, simd128, scalar).
+pub fn names() -> Vec<&'static str> {
+    available().iter().map(|k| k.name).collect()
+}
+
+/// The kernel called `name`; an error naming the ones there are when this machine has none
+/// by that name.
+pub fn by_name(name: &str) -> crate::Result<&'static Kernel> {
     let all = available();
-    let wanted = std::env::var("WEBERT_ISA").ok();
-    wanted
-        .and_then(|w| all.iter().copied().find(|k| k.name == w))
-        .unwrap_or(all[0])
+    all.iter().copied().find(|k| k.name == name).ok_or_else(|| {
+        crate::Error::Input(format!(
+            "unknown or unsupported ISA `{name}`; this machine runs {}",
+            names().join(", ")
+        ))
+    })
 }
 
 /// Writes (or adds) the valid `rows × cols` corner of a full `mr × nr` tile held in `tile`.

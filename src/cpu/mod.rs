@@ -20,78 +20,13 @@ mod relaxed;
 mod simd128;
 
 use crate::error::{Error, Result};
-use crate::model::{Op, Plan, Rows, Tensor, WeightId};
+use crate::exec::{Batch, Output, Quantized, Want};
+use crate::model::{Op, Plan, Tensor};
 use attention::{attention, AttentionScratch};
 use gemm::{gemm, PackedB};
 use kernels::Kernel;
 use qgemm::{qgemm, PackedQ, QScratch};
-use std::collections::HashMap;
-
-/// A padded batch: `batch` sequences of `seq_len` tokens, right-padded; `lens[s]` are real.
-#[derive(Debug, Clone, Default)]
-pub struct Batch {
-    pub ids: Vec<u32>,
-    pub type_ids: Vec<u32>,
-    pub lens: Vec<usize>,
-    pub seq_len: usize,
-    /// Token rows (`s * seq_len + i`) for heads over picked rows (fill-mask).
-    pub picked: Vec<usize>,
-}
-
-impl Batch {
-    pub fn batch_size(&self) -> usize {
-        self.lens.len()
-    }
-
-    /// The sequences `seqs`, picked rows renumbered (they are in sequence order).
-    pub fn slice(&self, seqs: std::ops::Range<usize>) -> Batch {
-        let l = self.seq_len;
-        let rows = seqs.start * l..seqs.end * l;
-        Batch {
-            ids: self.ids[rows.clone()].to_vec(),
-            type_ids: self.type_ids[rows.clone()].to_vec(),
-            lens: self.lens[seqs].to_vec(),
-            seq_len: l,
-            picked: (self.picked.iter())
-                .filter(|p| rows.contains(p))
-                .map(|p| p - rows.start)
-                .collect(),
-        }
-    }
-}
-
-/// What a forward pass returns: the last hidden state `[b*l, h]` and the head's logits.
-#[derive(Debug, Clone)]
-pub struct Output {
-    pub hidden: Vec<f32>,
-    pub logits: Option<Vec<f32>>,
-}
-
-/// How the CPU computes with weights that came block-quantized (q4 ONNX exports).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Quantized {
-    /// Integer dot products on the weights' codes, activations quantized per row and block,
-    /// where the kernel has them: int8 with relaxed-simd (about 2x the f32 speed; logits move
-    /// by up to ~0.4, scores by ~2e-2), int16 with plain simd128 (logits within 1e-3); the
-    /// native kernels compute in f32.
-    #[default]
-    Int,
-    /// Always on the dequantized f32 weights, as ONNX Runtime computes them.
-    F32,
-}
-
-impl std::str::FromStr for Quantized {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "int" => Ok(Quantized::Int),
-            "f32" => Ok(Quantized::F32),
-            o => Err(Error::Input(format!(
-                "unknown quantized compute `{o}`; use int or f32"
-            ))),
-        }
-    }
-}
+use std::sync::Arc;
 
 /// A linear weight in the layout of the kernel that multiplies it.
 enum Packed {
@@ -100,9 +35,13 @@ enum Packed {
 }
 
 pub struct CpuExecutor {
-    plan: Plan,
+    plan: Arc<Plan>,
     kernel: &'static Kernel,
-    packed: HashMap<WeightId, Packed>,
+    /// Tensors read as they are (tables, biases, norms), by `WeightId`; those that only served
+    /// as GEMM operands are left empty once packed, so weights are held once.
+    weights: Vec<Tensor>,
+    /// Linear weights in the layout of the kernel that multiplies them, by `WeightId`.
+    packed: Vec<Option<Packed>>,
     bufs: Vec<Vec<f32>>,
     attn: AttentionScratch,
     a_pack: Vec<f32>,
@@ -110,14 +49,13 @@ pub struct CpuExecutor {
 }
 
 impl CpuExecutor {
-    /// Packs every linear weight for the selected kernel; unpacked copies that only served
-    /// as GEMM operands are freed, so weights are held once.
-    pub fn new(plan: Plan, quantized: Quantized) -> Self {
-        Self::with_kernel(plan, kernels::select(), quantized)
-    }
-
-    /// Runs on a given micro-kernel (one of [`kernels::available`]).
-    pub fn with_kernel(mut plan: Plan, kernel: &'static Kernel, quantized: Quantized) -> Self {
+    /// Packs every linear weight of `plan` for `kernel` (see [`kernels::select`]).
+    pub fn new(
+        plan: Arc<Plan>,
+        mut weights: Vec<Tensor>,
+        kernel: &'static Kernel,
+        quantized: Quantized,
+    ) -> Self {
         let mut gathered = Vec::new();
         let mut linear = Vec::new();
         for op in &plan.ops {
@@ -135,30 +73,30 @@ impl CpuExecutor {
                 _ => {}
             }
         }
-        let mut packed = HashMap::new();
+        let mut packed: Vec<Option<Packed>> = (0..weights.len()).map(|_| None).collect();
         for id in linear {
-            if packed.contains_key(&id) {
+            if packed[id.0].is_some() {
                 continue;
             }
-            let t = &plan.weights[id.0];
+            let t = &weights[id.0];
             let (n, k) = (t.shape[0], t.shape[1]);
             let int8 = match (kernel.quant, &t.quant, quantized) {
                 (Some(qk), Some(q), Quantized::Int) => PackedQ::new(qk, n, k, q),
                 _ => None,
             };
-            let p = match int8 {
+            packed[id.0] = Some(match int8 {
                 Some(q) => Packed::Int(q),
                 None => Packed::F32(PackedB::from_nk(kernel, n, k, &t.data, k)),
-            };
-            packed.insert(id, p);
+            });
             if !gathered.contains(&id) {
-                plan.weights[id.0] = Tensor::new(vec![0], Vec::new());
+                weights[id.0] = Tensor::new(vec![0], Vec::new());
             }
         }
         let bufs = vec![Vec::new(); plan.buffers.len()];
         CpuExecutor {
             plan,
             kernel,
+            weights,
             packed,
             bufs,
             attn: AttentionScratch::default(),
@@ -167,24 +105,24 @@ impl CpuExecutor {
         }
     }
 
-    pub fn plan(&self) -> &Plan {
-        &self.plan
-    }
-
     pub fn kernel_name(&self) -> &'static str {
         self.kernel.name
     }
 
     /// The integer tile that multiplies block-quantized weights, when any are packed for it.
     pub fn int_kernel_name(&self) -> Option<&'static str> {
-        let any = self.packed.values().any(|p| matches!(p, Packed::Int(_)));
+        let any = self
+            .packed
+            .iter()
+            .flatten()
+            .any(|p| matches!(p, Packed::Int(_)));
         self.kernel.quant.filter(|_| any).map(|q| q.name)
     }
 
-    /// Runs the encoder, and the task head when `head` is set.
-    pub fn forward(&mut self, batch: &Batch, head: bool) -> Result<Output> {
+    /// Runs the encoder, and the task head when `want` asks for logits.
+    pub fn forward(&mut self, batch: &Batch, want: Want) -> Result<Output> {
         self.size(batch)?;
-        let end = if head {
+        let end = if want.head() {
             self.plan.ops.len()
         } else {
             self.plan.encoder_ops
@@ -194,12 +132,11 @@ impl CpuExecutor {
         }
         pool::rest();
         Ok(Output {
-            hidden: self.bufs[self.plan.hidden.0].clone(),
-            logits: if head {
-                self.plan.logits.map(|id| self.bufs[id.0].clone())
-            } else {
-                None
-            },
+            hidden: want.hidden().then(|| self.bufs[self.plan.hidden.0].clone()),
+            logits: want
+                .head()
+                .then(|| self.plan.logits.map(|id| self.bufs[id.0].clone()))
+                .flatten(),
         })
     }
 
@@ -234,9 +171,9 @@ impl CpuExecutor {
             Op::Linear {
                 linear, act, norm, ..
             } => {
-                let gemm = match self.packed[&linear.weight] {
-                    Packed::F32(_) => "f32",
-                    Packed::Int(_) => "int",
+                let gemm = match self.packed[linear.weight.0] {
+                    Some(Packed::Int(_)) => "int",
+                    _ => "f32",
                 };
                 let tail = if norm.is_some() { " + add & norm" } else { "" };
                 format!(
@@ -248,7 +185,7 @@ impl CpuExecutor {
     }
 
     /// Runs only the task head over `hidden`, the last hidden state of `batch` (a head on the
-    /// CPU after a GPU encoder; see `src/gpu/NOTES.md`).
+    /// CPU after a GPU encoder; see docs/performance.md, GPU).
     pub fn head(&mut self, batch: &Batch, hidden: &[f32]) -> Result<Option<Vec<f32>>> {
         self.size(batch)?;
         let h = &mut self.bufs[self.plan.hidden.0];
@@ -269,62 +206,17 @@ impl CpuExecutor {
 
     /// Checks `batch` and sizes the activation buffers for it.
     fn size(&mut self, batch: &Batch) -> Result<()> {
-        self.check(batch)?;
-        let (b, l) = (batch.batch_size(), batch.seq_len);
+        batch.check(&self.plan.config)?;
+        let dims = batch.dims();
         for (buf, spec) in self.bufs.iter_mut().zip(&self.plan.buffers) {
-            let rows = match spec.rows {
-                Rows::Tokens => b * l,
-                Rows::First => b,
-                Rows::Picked => batch.picked.len(),
-            };
-            buf.resize(rows * spec.cols, 0.0);
-        }
-        Ok(())
-    }
-
-    fn check(&self, batch: &Batch) -> Result<()> {
-        let cfg = &self.plan.config;
-        let n = batch.batch_size() * batch.seq_len;
-        if batch.ids.len() != n || batch.type_ids.len() != n {
-            return Err(Error::Input(format!(
-                "batch holds {} ids for {n} positions",
-                batch.ids.len()
-            )));
-        }
-        if batch.seq_len > cfg.max_sequence_len() {
-            return Err(Error::Input(format!(
-                "sequence of {} tokens exceeds the model's maximum of {}",
-                batch.seq_len,
-                cfg.max_sequence_len()
-            )));
-        }
-        if let Some(id) = batch.ids.iter().find(|&&id| id as usize >= cfg.vocab_size) {
-            return Err(Error::Input(format!(
-                "token id {id} is outside the vocabulary of {}",
-                cfg.vocab_size
-            )));
-        }
-        if batch
-            .type_ids
-            .iter()
-            .any(|&t| t as usize >= cfg.type_vocab_size.max(1))
-        {
-            return Err(Error::Input(
-                "token type id outside the model's type vocabulary".into(),
-            ));
-        }
-        if batch.lens.iter().any(|&len| len > batch.seq_len) || batch.picked.iter().any(|&r| r >= n)
-        {
-            return Err(Error::Input(
-                "sequence length or picked row out of range".into(),
-            ));
+            buf.resize(dims.rows(spec.rows) * spec.cols, 0.0);
         }
         Ok(())
     }
 
     fn run(&mut self, i: usize, batch: &Batch) {
-        let op = self.plan.ops[i].clone();
-        match op {
+        let plan = self.plan.clone();
+        match plan.ops[i] {
             Op::Embeddings {
                 word,
                 position,
@@ -333,8 +225,8 @@ impl CpuExecutor {
                 position_offset,
                 out,
             } => {
-                let (mut dst, plan) = (std::mem::take(&mut self.bufs[out.0]), &self.plan);
-                let w = &plan.weights;
+                let mut dst = std::mem::take(&mut self.bufs[out.0]);
+                let w = &self.weights;
                 let e = w[word.0].shape[1];
                 for (r, row) in dst.chunks_exact_mut(e).enumerate() {
                     let (id, pos) = (batch.ids[r] as usize, r % batch.seq_len + position_offset);
@@ -367,10 +259,13 @@ impl CpuExecutor {
                 norm,
                 out,
             } => {
-                let (mut dst, plan) = (std::mem::take(&mut self.bufs[out.0]), &self.plan);
+                let mut dst = std::mem::take(&mut self.bufs[out.0]);
                 let src = &self.bufs[x.0];
                 let (rows, k, n) = (src.len() / linear.n_in, linear.n_in, linear.n_out);
-                match &self.packed[&linear.weight] {
+                match self.packed[linear.weight.0]
+                    .as_ref()
+                    .expect("every linear weight is packed at load")
+                {
                     Packed::F32(w) => {
                         let a_pack = &mut self.a_pack;
                         gemm(self.kernel, rows, src, k, w, &mut dst, n, false, a_pack)
@@ -383,7 +278,7 @@ impl CpuExecutor {
                         qgemm(qk, rows, src, k, w, &mut dst, n, &mut self.a_quant)
                     }
                 }
-                let w = &plan.weights;
+                let w = &self.weights;
                 let epilogue = math::Epilogue {
                     cols: linear.n_out,
                     bias: linear.bias.map(|b| w[b.0].data.as_slice()),
@@ -420,13 +315,9 @@ impl CpuExecutor {
                 self.bufs[out.0] = dst;
             }
             Op::Gather { x, out } => {
-                let (mut dst, plan) = (std::mem::take(&mut self.bufs[out.0]), &self.plan);
+                let mut dst = std::mem::take(&mut self.bufs[out.0]);
                 let cols = plan.buffers[out.0].cols;
-                let rows: Vec<usize> = match plan.buffers[out.0].rows {
-                    Rows::First => (0..batch.batch_size()).map(|s| s * batch.seq_len).collect(),
-                    Rows::Picked => batch.picked.clone(),
-                    Rows::Tokens => (0..batch.batch_size() * batch.seq_len).collect(),
-                };
+                let rows = batch.source_rows(plan.buffers[out.0].rows);
                 let src = &self.bufs[x.0];
                 for (row, r) in dst.chunks_exact_mut(cols).zip(rows) {
                     row.copy_from_slice(&src[r * cols..(r + 1) * cols]);

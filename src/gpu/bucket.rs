@@ -1,9 +1,15 @@
 //! The static buffer plan for one (batch, length, picked rows) bucket: inputs, activations,
-//! uniforms, bind groups and dispatch sizes, all made once and reused by every call that fits.
+//! one uniform buffer for every dispatch's parameters, bind groups and dispatch sizes, all
+//! made once and reused by every call that fits.
 
+use super::params::{
+    act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, LayerNormParams,
+};
 use super::pipelines::{Kernel, Pipelines};
 use super::weights::GpuWeight;
-use crate::model::{Activation, BufId, Op, Plan, Rows};
+use crate::error::Result;
+use crate::exec::{Batch, Dims, Want};
+use crate::model::{BufId, Norm, Op, Plan, Rows, WeightId};
 
 pub struct Step {
     pub kernel: Kernel,
@@ -11,11 +17,50 @@ pub struct Step {
     pub groups: [u32; 3],
 }
 
-pub struct Bucket {
+/// The per-call inputs of a bucket, written before each forward, and the fixed first-row
+/// index of each sequence.
+pub struct BucketInputs {
     pub ids: wgpu::Buffer,
     pub type_ids: wgpu::Buffer,
     pub lens: wgpu::Buffer,
     pub picked: wgpu::Buffer,
+    pub first_rows: wgpu::Buffer,
+}
+
+impl BucketInputs {
+    fn new(device: &wgpu::Device, queue: &wgpu::Queue, dims: Dims) -> Self {
+        let tokens = dims.batch * dims.seq_len;
+        let first: Vec<u32> = (0..dims.batch).map(|s| (s * dims.seq_len) as u32).collect();
+        BucketInputs {
+            ids: storage(device, "ids", tokens * 4),
+            type_ids: storage(device, "type_ids", tokens * 4),
+            lens: storage(device, "lens", dims.batch * 4),
+            picked: storage(device, "picked", dims.picked * 4),
+            first_rows: filled(
+                device,
+                queue,
+                "first_rows",
+                wgpu::BufferUsages::STORAGE,
+                bytemuck::cast_slice(&first),
+            ),
+        }
+    }
+
+    /// Writes `batch` (of this bucket's dims) into the input buffers.
+    pub fn write(&self, queue: &wgpu::Queue, batch: &Batch) {
+        let u32s = |v: &[usize]| v.iter().map(|&x| x as u32).collect::<Vec<_>>();
+        queue.write_buffer(&self.ids, 0, bytemuck::cast_slice(&batch.ids));
+        queue.write_buffer(&self.type_ids, 0, bytemuck::cast_slice(&batch.type_ids));
+        queue.write_buffer(&self.lens, 0, bytemuck::cast_slice(&u32s(&batch.lens)));
+        if !batch.picked.is_empty() {
+            let picked = u32s(&batch.picked);
+            queue.write_buffer(&self.picked, 0, bytemuck::cast_slice(&picked));
+        }
+    }
+}
+
+pub struct Bucket {
+    pub inputs: BucketInputs,
     pub acts: Vec<wgpu::Buffer>,
     pub steps: Vec<Step>,
     /// `steps[..encoder_steps]` produce the last hidden state.
@@ -24,20 +69,12 @@ pub struct Bucket {
     pub staging_logits: Option<wgpu::Buffer>,
 }
 
-/// What a bucket is built for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Shape {
-    pub batch: usize,
-    pub seq_len: usize,
-    pub picked: usize,
-}
-
-impl Shape {
-    pub fn rows(&self, r: Rows) -> usize {
-        match r {
-            Rows::Tokens => self.batch * self.seq_len,
-            Rows::First => self.batch,
-            Rows::Picked => self.picked,
+impl Bucket {
+    /// The steps a forward that wants `want` runs.
+    pub fn steps(&self, want: Want) -> &[Step] {
+        match want {
+            Want::Hidden => &self.steps[..self.encoder_steps],
+            Want::Logits | Want::Both => &self.steps,
         }
     }
 }
@@ -82,12 +119,6 @@ pub fn filled(
     b
 }
 
-fn uniform(device: &wgpu::Device, queue: &wgpu::Queue, words: &[u32]) -> wgpu::Buffer {
-    let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    bytes.resize(32.max(bytes.len().next_multiple_of(16)), 0);
-    filled(device, queue, "params", wgpu::BufferUsages::UNIFORM, &bytes)
-}
-
 /// Workgroups for one workgroup per row, rows past 65535 going to `y`.
 fn per_row(rows: usize) -> [u32; 3] {
     let x = rows.clamp(1, 65535);
@@ -104,13 +135,43 @@ fn per_element(n: usize) -> [u32; 3] {
     ]
 }
 
-fn act_code(a: Activation) -> u32 {
-    match a {
-        Activation::None => 0,
-        Activation::Gelu => 1,
-        Activation::GeluTanh => 2,
-        Activation::Relu => 3,
-        Activation::Tanh => 4,
+/// A dispatch before its bind group exists: its parameters' place in the bucket's uniform
+/// buffer and the storage buffers bound after them (bindings 1, 2, …).
+struct Pending {
+    kernel: Kernel,
+    params: std::ops::Range<u64>,
+    buffers: Vec<wgpu::Buffer>,
+    groups: [u32; 3],
+}
+
+/// Collects the dispatches of a bucket and their parameters, at the offsets the device
+/// requires between uniform bindings.
+struct Recorder {
+    bytes: Vec<u8>,
+    align: usize,
+    steps: Vec<Pending>,
+}
+
+impl Recorder {
+    fn push<P: bytemuck::Pod>(
+        &mut self,
+        kernel: Kernel,
+        params: P,
+        buffers: &[&wgpu::Buffer],
+        groups: [u32; 3],
+    ) {
+        let start = self.bytes.len().next_multiple_of(self.align);
+        self.bytes.resize(start, 0);
+        self.bytes.extend_from_slice(bytemuck::bytes_of(&params));
+        // A binding's size is a multiple of 16 bytes for uniforms.
+        let end = start + std::mem::size_of::<P>().next_multiple_of(16);
+        self.bytes.resize(end, 0);
+        self.steps.push(Pending {
+            kernel,
+            params: start as u64..end as u64,
+            buffers: buffers.iter().map(|&b| b.clone()).collect(),
+            groups,
+        });
     }
 }
 
@@ -124,77 +185,66 @@ pub struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    pub fn build(&self, shape: Shape) -> Bucket {
+    pub fn build(&self, dims: Dims) -> Result<Bucket> {
         let d = self.device;
-        let tokens = shape.batch * shape.seq_len;
-        let ids = storage(d, "ids", tokens * 4);
-        let type_ids = storage(d, "type_ids", tokens * 4);
-        let lens = storage(d, "lens", shape.batch * 4);
-        let picked = storage(d, "picked", shape.picked * 4);
-        let first: Vec<u32> = (0..shape.batch)
-            .map(|s| (s * shape.seq_len) as u32)
+        let inputs = BucketInputs::new(d, self.queue, dims);
+        let acts: Vec<wgpu::Buffer> = (self.plan.buffers.iter())
+            .map(|b| storage(d, b.name, dims.rows(b.rows) * b.cols * 4))
             .collect();
-        let first_bytes: Vec<u8> = first.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let first_rows = filled(
-            d,
-            self.queue,
-            "first_rows",
-            wgpu::BufferUsages::STORAGE,
-            &first_bytes,
-        );
-        let acts: Vec<wgpu::Buffer> = self
-            .plan
-            .buffers
-            .iter()
-            .map(|b| storage(d, b.name, shape.rows(b.rows) * b.cols * 4))
-            .collect();
-        let mut steps = Vec::new();
+        let align = d.limits().min_uniform_buffer_offset_alignment.max(16) as usize;
+        let mut rec = Recorder {
+            bytes: Vec::new(),
+            align,
+            steps: Vec::new(),
+        };
         let mut encoder_steps = 0;
         for (i, op) in self.plan.ops.iter().enumerate() {
             if i == self.plan.encoder_ops {
-                encoder_steps = steps.len();
+                encoder_steps = rec.steps.len();
             }
-            self.op_steps(
-                op,
-                shape,
-                &acts,
-                &ids,
-                &type_ids,
-                &lens,
-                &first_rows,
-                &picked,
-                &mut steps,
-            );
+            self.op_steps(op, dims, &inputs, &acts, &mut rec);
         }
         if self.plan.encoder_ops == self.plan.ops.len() {
-            encoder_steps = steps.len();
+            encoder_steps = rec.steps.len();
         }
-        let hidden_bytes = tokens * self.plan.config.hidden_size * 4;
+        let uniforms = filled(
+            d,
+            self.queue,
+            "params",
+            wgpu::BufferUsages::UNIFORM,
+            &rec.bytes,
+        );
+        let steps = (rec.steps.into_iter())
+            .map(|p| self.bind(p, &uniforms))
+            .collect::<Result<Vec<_>>>()?;
+        let hidden_bytes = dims.rows(Rows::Tokens) * self.plan.config.hidden_size * 4;
         let staging_logits = self.plan.logits.map(|l| {
             let spec = &self.plan.buffers[l.0];
-            staging(d, shape.rows(spec.rows) * spec.cols * 4)
+            staging(d, dims.rows(spec.rows) * spec.cols * 4)
         });
-        Bucket {
-            ids,
-            type_ids,
-            lens,
-            picked,
+        Ok(Bucket {
+            inputs,
             acts,
             steps,
             encoder_steps,
             staging_hidden: staging(d, hidden_bytes),
             staging_logits,
-        }
+        })
     }
 
-    fn bind(&self, k: Kernel, params: &wgpu::Buffer, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-        let layout = self.pipelines.get(k).get_bind_group_layout(0);
+    fn bind(&self, p: Pending, uniforms: &wgpu::Buffer) -> Result<Step> {
+        let layout = self.pipelines.get(p.kernel)?.get_bind_group_layout(0);
+        let params = wgpu::BufferBinding {
+            buffer: uniforms,
+            offset: p.params.start,
+            size: std::num::NonZeroU64::new(p.params.end - p.params.start),
+        };
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
-            resource: params.as_entire_binding(),
+            resource: wgpu::BindingResource::Buffer(params),
         }];
         entries.extend(
-            buffers
+            p.buffers
                 .iter()
                 .enumerate()
                 .map(|(i, b)| wgpu::BindGroupEntry {
@@ -202,30 +252,52 @@ impl Builder<'_> {
                     resource: b.as_entire_binding(),
                 }),
         );
-        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
             layout: &layout,
             entries: &entries,
+        });
+        Ok(Step {
+            kernel: p.kernel,
+            bind_group,
+            groups: p.groups,
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// In-place LayerNorm of `rows` rows of `dim` values of `x`.
+    fn layer_norm(
+        &self,
+        rec: &mut Recorder,
+        norm: Norm,
+        rows: usize,
+        dim: usize,
+        x: &wgpu::Buffer,
+    ) {
+        let w = |id: WeightId| self.weights[id.0].whole();
+        let params = LayerNormParams {
+            rows: rows as u32,
+            dim: dim as u32,
+            eps: norm.eps,
+        };
+        rec.push(
+            Kernel::LayerNorm,
+            params,
+            &[w(norm.gamma), w(norm.beta), x],
+            per_row(rows),
+        );
+    }
+
     fn op_steps(
         &self,
         op: &Op,
-        shape: Shape,
+        dims: Dims,
+        inputs: &BucketInputs,
         acts: &[wgpu::Buffer],
-        ids: &wgpu::Buffer,
-        type_ids: &wgpu::Buffer,
-        lens: &wgpu::Buffer,
-        first_rows: &wgpu::Buffer,
-        picked: &wgpu::Buffer,
-        steps: &mut Vec<Step>,
+        rec: &mut Recorder,
     ) {
         let plan = self.plan;
-        let d = self.device;
-        let w = |id: crate::model::WeightId| self.weights[id.0].whole();
-        let rows_of = |b: BufId| shape.rows(plan.buffers[b.0].rows);
+        let w = |id: WeightId| self.weights[id.0].whole();
+        let rows_of = |b: BufId| dims.rows(plan.buffers[b.0].rows);
         match *op {
             Op::Embeddings {
                 word,
@@ -239,52 +311,43 @@ impl Builder<'_> {
                 let dim = plan.buffers[out.0].cols;
                 // A split table: each chunk's rows are gathered first, then read in order.
                 let chunks = &self.weights[word.0].chunks;
-                let gathered = (chunks.len() > 1).then(|| storage(d, "word_rows", rows * dim * 4));
+                let gathered =
+                    (chunks.len() > 1).then(|| storage(self.device, "word_rows", rows * dim * 4));
                 if let Some(g) = &gathered {
                     for c in chunks {
-                        let hi = (c.row0 + c.rows) as u32;
-                        let params = [rows as u32, dim as u32, c.row0 as u32, hi];
-                        let p = uniform(d, self.queue, &params);
-                        steps.push(Step {
-                            kernel: Kernel::Gather,
-                            bind_group: self.bind(Kernel::Gather, &p, &[&c.buffer, ids, g]),
-                            groups: per_element(rows * dim),
-                        });
+                        let params = GatherParams {
+                            rows: rows as u32,
+                            cols: dim as u32,
+                            lo: c.row0 as u32,
+                            hi: (c.row0 + c.rows) as u32,
+                        };
+                        let buffers = [&c.buffer, &inputs.ids, g];
+                        rec.push(Kernel::Gather, params, &buffers, per_element(rows * dim));
                     }
                 }
-                let p = uniform(
-                    d,
-                    self.queue,
-                    &[
-                        rows as u32,
-                        shape.seq_len as u32,
-                        dim as u32,
-                        position_offset as u32,
-                        token_type.is_some() as u32,
-                        norm.eps.to_bits(),
-                        gathered.is_some() as u32,
-                    ],
-                );
-                let tt = token_type.map_or(self.dummy, w);
-                let bg = self.bind(
+                let params = EmbeddingsParams {
+                    rows: rows as u32,
+                    seq_len: dims.seq_len as u32,
+                    dim: dim as u32,
+                    position_offset: position_offset as u32,
+                    has_types: token_type.is_some() as u32,
+                    gathered: gathered.is_some() as u32,
+                };
+                let buffers = [
+                    &inputs.ids,
+                    &inputs.type_ids,
+                    gathered.as_ref().unwrap_or_else(|| w(word)),
+                    w(position),
+                    token_type.map_or(self.dummy, w),
+                    &acts[out.0],
+                ];
+                rec.push(
                     Kernel::Embeddings,
-                    &p,
-                    &[
-                        ids,
-                        type_ids,
-                        gathered.as_ref().unwrap_or_else(|| w(word)),
-                        w(position),
-                        tt,
-                        w(norm.gamma),
-                        w(norm.beta),
-                        &acts[out.0],
-                    ],
+                    params,
+                    &buffers,
+                    per_element(rows * dim),
                 );
-                steps.push(Step {
-                    kernel: Kernel::Embeddings,
-                    bind_group: bg,
-                    groups: per_row(rows),
-                });
+                self.layer_norm(rec, norm, rows, dim, &acts[out.0]);
             }
             Op::Linear {
                 x,
@@ -301,51 +364,26 @@ impl Builder<'_> {
                 let kernel = Kernel::gemm(m, linear.n_in, weight.f16);
                 // One GEMM per chunk of a split weight: a range of output columns each.
                 for c in &weight.chunks {
-                    let p = uniform(
-                        d,
-                        self.queue,
-                        &[
-                            m as u32,
-                            c.rows as u32,
-                            linear.n_in as u32,
-                            act_code(act),
-                            linear.bias.is_some() as u32,
-                            residual.is_some() as u32,
-                            linear.n_out as u32,
-                            c.row0 as u32,
-                        ],
-                    );
-                    let bg = self.bind(
-                        kernel,
-                        &p,
-                        &[&acts[x.0], &c.buffer, bias, res, &acts[out.0]],
-                    );
-                    steps.push(Step {
-                        kernel,
-                        bind_group: bg,
-                        groups: [
-                            c.rows.div_ceil(64) as u32,
-                            m.div_ceil(kernel.tile_rows()) as u32,
-                            1,
-                        ],
-                    });
+                    let params = GemmParams {
+                        m: m as u32,
+                        n: c.rows as u32,
+                        k: linear.n_in as u32,
+                        act: act_code(act),
+                        has_bias: linear.bias.is_some() as u32,
+                        has_residual: residual.is_some() as u32,
+                        ldo: linear.n_out as u32,
+                        col_off: c.row0 as u32,
+                    };
+                    let groups = [
+                        c.rows.div_ceil(64) as u32,
+                        m.div_ceil(kernel.tile_rows()) as u32,
+                        1,
+                    ];
+                    let buffers = [&acts[x.0], &c.buffer, bias, res, &acts[out.0]];
+                    rec.push(kernel, params, &buffers, groups);
                 }
                 if let Some(n) = norm {
-                    let p = uniform(
-                        self.device,
-                        self.queue,
-                        &[m as u32, linear.n_out as u32, n.eps.to_bits()],
-                    );
-                    let bg = self.bind(
-                        Kernel::LayerNorm,
-                        &p,
-                        &[w(n.gamma), w(n.beta), &acts[out.0]],
-                    );
-                    steps.push(Step {
-                        kernel: Kernel::LayerNorm,
-                        bind_group: bg,
-                        groups: per_row(m),
-                    });
+                    self.layer_norm(rec, n, m, linear.n_out, &acts[out.0]);
                 }
             }
             Op::Attention {
@@ -354,45 +392,42 @@ impl Builder<'_> {
                 heads,
                 head_dim,
             } => {
-                let scale = 1.0 / (head_dim as f32).sqrt();
-                let p = uniform(
-                    d,
-                    self.queue,
-                    &[
-                        shape.seq_len as u32,
-                        heads as u32,
-                        head_dim as u32,
-                        (heads * head_dim) as u32,
-                        scale.to_bits(),
-                    ],
-                );
-                let kernel = Kernel::attention(head_dim);
-                let bg = self.bind(kernel, &p, &[&acts[qkv.0], lens, &acts[out.0]]);
-                let query_blocks = match kernel {
-                    Kernel::Attention => shape.seq_len.div_ceil(16),
-                    _ => shape.seq_len,
+                let params = AttentionParams {
+                    seq_len: dims.seq_len as u32,
+                    heads: heads as u32,
+                    head_dim: head_dim as u32,
+                    hidden: (heads * head_dim) as u32,
+                    scale: 1.0 / (head_dim as f32).sqrt(),
                 };
-                steps.push(Step {
-                    kernel,
-                    bind_group: bg,
-                    groups: [query_blocks as u32, heads as u32, shape.batch as u32],
-                });
+                let kernel = Kernel::attention(head_dim);
+                let query_blocks = match kernel {
+                    Kernel::Attention => dims.seq_len.div_ceil(16),
+                    _ => dims.seq_len,
+                };
+                let groups = [query_blocks as u32, heads as u32, dims.batch as u32];
+                let buffers = [&acts[qkv.0], &inputs.lens, &acts[out.0]];
+                rec.push(kernel, params, &buffers, groups);
             }
             Op::Gather { x, out } => {
                 let spec = &plan.buffers[out.0];
-                let rows = shape.rows(spec.rows);
-                let index = if spec.rows == Rows::Picked {
-                    picked
-                } else {
-                    first_rows
+                let rows = dims.rows(spec.rows);
+                let index = match spec.rows {
+                    Rows::Picked => &inputs.picked,
+                    _ => &inputs.first_rows,
                 };
-                let p = uniform(d, self.queue, &[rows as u32, spec.cols as u32, 0, u32::MAX]);
-                let bg = self.bind(Kernel::Gather, &p, &[&acts[x.0], index, &acts[out.0]]);
-                steps.push(Step {
-                    kernel: Kernel::Gather,
-                    bind_group: bg,
-                    groups: per_element(rows * spec.cols),
-                });
+                let params = GatherParams {
+                    rows: rows as u32,
+                    cols: spec.cols as u32,
+                    lo: 0,
+                    hi: u32::MAX,
+                };
+                let buffers = [&acts[x.0], index, &acts[out.0]];
+                rec.push(
+                    Kernel::Gather,
+                    params,
+                    &buffers,
+                    per_element(rows * spec.cols),
+                );
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Adapter and device: the adapter's own limits are requested (large embedding tables need
 //! them), and validation errors or device loss are recorded instead of panicking.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, GpuError, GpuErrorKind, Result};
 use std::sync::{Arc, Mutex};
 
 /// Settings of the GPU executor; the default takes what the adapter offers.
@@ -15,17 +15,6 @@ pub struct GpuOptions {
     pub f16: Option<bool>,
 }
 
-impl GpuOptions {
-    /// `WEBERT_GPU_MAX_BINDING=bytes` and `WEBERT_GPU_F16=0|1` (benchmarks).
-    pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok();
-        GpuOptions {
-            max_binding: var("WEBERT_GPU_MAX_BINDING").and_then(|v| v.parse().ok()),
-            f16: var("WEBERT_GPU_F16").map(|v| v != "0"),
-        }
-    }
-}
-
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
@@ -33,7 +22,7 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     pub options: GpuOptions,
     /// The first uncaptured validation/out-of-memory error, or the device-lost reason.
-    failure: Arc<Mutex<Option<String>>>,
+    failure: Arc<Mutex<Option<GpuError>>>,
 }
 
 impl GpuContext {
@@ -41,8 +30,9 @@ impl GpuContext {
         // wgpu panics where JS has neither a window nor a worker scope (Node), so ask first.
         #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
         if !wgpu::util::is_browser_webgpu_supported().await {
-            return Err(Error::Gpu(
-                "WebGPU is not available here (no navigator.gpu adapter)".into(),
+            return Err(Error::gpu(
+                GpuErrorKind::Unavailable,
+                "WebGPU is not available here (no navigator.gpu adapter)",
             ));
         }
         let instance =
@@ -54,7 +44,7 @@ impl GpuContext {
         let adapter = instance
             .request_adapter(&adapter_options)
             .await
-            .map_err(|e| Error::Gpu(format!("no GPU adapter: {e}")))?;
+            .map_err(|e| Error::gpu(GpuErrorKind::Unavailable, format!("no GPU adapter: {e}")))?;
         let info = adapter.get_info();
         let limits = adapter.limits();
         // Timestamps are optional: used only to profile when the adapter offers them.
@@ -64,7 +54,8 @@ impl GpuContext {
         }
         let features = adapter.features() & wanted;
         if options.f16 == Some(true) && !features.contains(wgpu::Features::SHADER_F16) {
-            return Err(Error::Gpu(format!("{} has no shader-f16", info.name)));
+            let msg = format!("{} has no shader-f16", info.name);
+            return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
         }
         let desc = wgpu::DeviceDescriptor {
             label: Some("webert"),
@@ -72,20 +63,31 @@ impl GpuContext {
             required_limits: limits.clone(),
             ..Default::default()
         };
-        let (device, queue) = adapter
-            .request_device(&desc)
-            .await
-            .map_err(|e| Error::Gpu(format!("{}: device creation failed: {e}", info.name)))?;
+        let (device, queue) = adapter.request_device(&desc).await.map_err(|e| {
+            let msg = format!("{}: device creation failed: {e}", info.name);
+            Error::gpu(GpuErrorKind::Unavailable, msg)
+        })?;
         let failure = Arc::new(Mutex::new(None));
         let f = failure.clone();
         device.on_uncaptured_error(Arc::new(move |e| {
+            let kind = match e {
+                wgpu::Error::OutOfMemory { .. } => GpuErrorKind::OutOfMemory,
+                wgpu::Error::Validation { .. } => GpuErrorKind::Validation,
+                _ => GpuErrorKind::Internal,
+            };
             let mut slot = f.lock().unwrap_or_else(|p| p.into_inner());
-            slot.get_or_insert_with(|| e.to_string());
+            slot.get_or_insert_with(|| GpuError {
+                kind,
+                msg: e.to_string(),
+            });
         }));
         let f = failure.clone();
         device.set_device_lost_callback(move |reason, msg| {
             let mut slot = f.lock().unwrap_or_else(|p| p.into_inner());
-            slot.get_or_insert_with(|| format!("device lost ({reason:?}): {msg}"));
+            slot.get_or_insert_with(|| GpuError {
+                kind: GpuErrorKind::DeviceLost,
+                msg: format!("device lost ({reason:?}): {msg}"),
+            });
         });
         Ok(GpuContext {
             device,
@@ -105,7 +107,7 @@ impl GpuContext {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
         {
-            Some(msg) => Err(Error::Gpu(msg.clone())),
+            Some(e) => Err(Error::Gpu(e.clone())),
             None => Ok(()),
         }
     }

@@ -4,43 +4,50 @@
 
 mod bucket;
 mod context;
+mod params;
 mod pipelines;
 mod readback;
 mod weights;
 
-use crate::cpu::{Batch, Output};
-use crate::error::{Error, Result};
-use crate::model::{BufferSpec, Plan};
-use bucket::{Bucket, Builder, Shape};
+use crate::error::{Error, GpuErrorKind, Result};
+use crate::exec::{Batch, Dims, Output, Want};
+use crate::model::{Plan, Tensor};
+use bucket::{Bucket, Builder};
 pub use context::{GpuContext, GpuOptions};
 use pipelines::Pipelines;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Longest sequence the attention shader handles (its workgroup score buffer).
 const MAX_SEQ: usize = 512;
+/// Widest head the attention shaders handle.
 const MAX_HEAD_DIM: usize = 256;
+/// Widest head the tiled attention shader handles; wider ones take `attention_wide`.
+const TILED_HEAD_DIM: usize = 64;
 
 pub struct GpuExecutor {
     ctx: GpuContext,
     pipelines: Pipelines,
-    plan: Plan,
+    plan: Arc<Plan>,
     weights: Vec<weights::GpuWeight>,
     dummy: wgpu::Buffer,
-    buckets: HashMap<Shape, Bucket>,
+    buckets: HashMap<Dims, Bucket>,
 }
 
 impl GpuExecutor {
-    /// Uploads the plan's weights. The plan's tensors are kept (the CPU executor needs them as
-    /// the fallback); pass a clone of the plan metadata with the weights when both run.
-    pub fn new(ctx: GpuContext, plan: &Plan) -> Result<Self> {
+    /// Uploads `weights` (the plan's, by `WeightId`); the caller keeps them, for the CPU.
+    pub fn new(ctx: GpuContext, plan: Arc<Plan>, weights: &[Tensor]) -> Result<Self> {
         let cfg = &plan.config;
         if cfg.head_dim() > MAX_HEAD_DIM {
-            return Err(Error::Gpu(format!(
-                "head size {} exceeds the attention shader's {MAX_HEAD_DIM}",
-                cfg.head_dim()
-            )));
+            return Err(Error::gpu(
+                GpuErrorKind::Unavailable,
+                format!(
+                    "head size {} exceeds the attention shader's {MAX_HEAD_DIM}",
+                    cfg.head_dim()
+                ),
+            ));
         }
-        let weights = weights::upload(&ctx, plan)?;
+        let weights = weights::upload(&ctx, &plan, weights)?;
         let dummy = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("unused"),
             size: 16,
@@ -48,21 +55,11 @@ impl GpuExecutor {
             mapped_at_creation: false,
         });
         let pipelines = Pipelines::new(&ctx.device, ctx.f16());
-        let meta = Plan {
-            config: plan.config.clone(),
-            weights: Vec::new(),
-            weight_names: plan.weight_names.clone(),
-            buffers: plan.buffers.clone(),
-            ops: plan.ops.clone(),
-            encoder_ops: plan.encoder_ops,
-            hidden: plan.hidden,
-            logits: plan.logits,
-        };
         ctx.check()?;
         Ok(GpuExecutor {
             ctx,
             pipelines,
-            plan: meta,
+            plan,
             weights,
             dummy,
             buckets: HashMap::new(),
@@ -70,6 +67,7 @@ impl GpuExecutor {
     }
 
     /// Destroys the device, as a driver reset would; later calls fail and the engine falls back.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn destroy_device(&self) {
         self.ctx.device.destroy();
     }
@@ -78,29 +76,54 @@ impl GpuExecutor {
         self.ctx.name()
     }
 
+    /// The longest sequence this executor runs; longer ones are [`GpuErrorKind::UnsupportedShape`].
+    pub fn max_seq_len(&self) -> usize {
+        MAX_SEQ
+    }
+
+    /// Whether a batch of `dims` can run here: an `UnsupportedShape` error says why not, and
+    /// leaves the device usable for other calls.
+    pub fn supports(&self, dims: Dims) -> Result<()> {
+        if dims.seq_len > MAX_SEQ {
+            return Err(Error::gpu(
+                GpuErrorKind::UnsupportedShape,
+                format!(
+                    "sequence of {} tokens exceeds the attention shader's {MAX_SEQ}",
+                    dims.seq_len
+                ),
+            ));
+        }
+        let one = Dims { batch: 1, ..dims };
+        let max = self.ctx.max_binding() as usize;
+        let too_big = |s: &&crate::model::BufferSpec| one.rows(s.rows) * s.cols * 4 > max;
+        if let Some(spec) = self.plan.buffers.iter().find(too_big) {
+            return Err(Error::gpu(
+                GpuErrorKind::UnsupportedShape,
+                format!(
+                    "the `{}` activations of one sequence of {} tokens exceed the adapter's storage binding limit of {max} bytes",
+                    spec.name, dims.seq_len
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// GPU time per kernel family (ms, from timestamp queries) for one forward of `batch`,
     /// each dispatch in a pass of its own, the task head's as `head`; `None` when the adapter
     /// has no timestamps.
     pub async fn profile(
         &mut self,
         batch: &Batch,
-        head: bool,
+        want: Want,
     ) -> Result<Option<Vec<(&'static str, f64)>>> {
         if !self.ctx.has_timestamps() {
             return Ok(None);
         }
-        self.forward_one(batch, head).await?;
-        let shape = Shape {
-            batch: batch.batch_size(),
-            seq_len: batch.seq_len,
-            picked: batch.picked.len(),
+        self.forward(batch, want).await?;
+        let Some(bucket) = self.buckets.get(&batch.dims()) else {
+            return Ok(None); // the batch ran in parts: no bucket holds it whole
         };
-        let bucket = &self.buckets[&shape];
-        let steps = if head {
-            &bucket.steps[..]
-        } else {
-            &bucket.steps[..bucket.encoder_steps]
-        };
+        let steps = bucket.steps(want);
         let n = (2 * steps.len()) as u32;
         let d = &self.ctx.device;
         let set = d.create_query_set(&wgpu::QuerySetDescriptor {
@@ -118,39 +141,15 @@ impl GpuExecutor {
         let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("profile"),
         });
-        for (i, s) in steps.iter().enumerate() {
-            let writes = wgpu::ComputePassTimestampWrites {
-                query_set: &set,
-                beginning_of_pass_write_index: Some(2 * i as u32),
-                end_of_pass_write_index: Some(2 * i as u32 + 1),
-            };
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: None,
-                timestamp_writes: Some(writes),
-            });
-            pass.set_pipeline(self.pipelines.get(s.kernel));
-            pass.set_bind_group(0, &s.bind_group, &[]);
-            pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);
-        }
+        self.encode(&mut enc, steps, Some(&set))?;
         enc.resolve_query_set(&set, 0..n, &resolve, 0);
         enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, n as u64 * 8);
-        self.ctx.queue.submit([enc.finish()]);
-        let map = readback::map_read(&staging);
-        #[cfg(not(target_arch = "wasm32"))]
-        self.ctx
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
-        map.await
-            .map_err(|e| Error::Gpu(format!("reading timestamps: {e}")))?;
-        let ticks: Vec<u64> = match staging.get_mapped_range(..) {
-            Ok(v) => v
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        staging.unmap();
+        let mut read = self
+            .submit_and_read(enc, &[(&staging, n as usize * 8)])
+            .await?;
+        let ticks: Vec<u64> = (read.remove(0).chunks_exact(8))
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
         let period_ms = self.ctx.queue.get_timestamp_period() as f64 * 1e-6;
         let mut totals: Vec<(&'static str, f64)> = Vec::new();
         for (i, (s, t)) in steps.iter().zip(ticks.chunks_exact(2)).enumerate() {
@@ -170,30 +169,30 @@ impl GpuExecutor {
 
     /// One forward, in as many submissions as it takes to keep every activation buffer
     /// within the binding limit (sequences are independent, so the batch is split).
-    pub async fn forward(&mut self, batch: &Batch, head: bool) -> Result<Output> {
+    pub async fn forward(&mut self, batch: &Batch, want: Want) -> Result<Output> {
+        batch.check(&self.plan.config)?;
+        self.supports(batch.dims())?;
         let b = batch.batch_size();
         let limit = self.ctx.max_binding() as usize;
         let fits = |n: usize| {
-            let shape = Shape {
+            let dims = Dims {
                 batch: n,
-                seq_len: batch.seq_len,
-                picked: batch.picked.len(),
+                ..batch.dims()
             };
-            (self.plan.buffers.iter()).all(|s| shape.rows(s.rows) * s.cols * 4 <= limit)
+            (self.plan.buffers.iter()).all(|s| dims.rows(s.rows) * s.cols * 4 <= limit)
         };
-        let per = (1..=b).rev().find(|&n| fits(n)).unwrap_or(b).max(1);
+        let per = (1..=b).rev().find(|&n| fits(n)).unwrap_or(1);
         if per >= b {
-            return self.forward_one(batch, head).await;
+            return self.forward_one(batch, want).await;
         }
-        let mut out = Output {
-            hidden: Vec::new(),
-            logits: None,
-        };
+        let mut out = Output::default();
         for s0 in (0..b).step_by(per) {
             let part = self
-                .forward_one(&batch.slice(s0..b.min(s0 + per)), head)
+                .forward_one(&batch.slice(s0..b.min(s0 + per)), want)
                 .await?;
-            out.hidden.extend(part.hidden);
+            if let Some(h) = part.hidden {
+                out.hidden.get_or_insert_with(Vec::new).extend(h);
+            }
             if let Some(l) = part.logits {
                 out.logits.get_or_insert_with(Vec::new).extend(l);
             }
@@ -201,28 +200,10 @@ impl GpuExecutor {
         Ok(out)
     }
 
-    async fn forward_one(&mut self, batch: &Batch, head: bool) -> Result<Output> {
+    async fn forward_one(&mut self, batch: &Batch, want: Want) -> Result<Output> {
         self.ctx.check()?;
-        let (b, l) = (batch.batch_size(), batch.seq_len);
-        if l > MAX_SEQ {
-            return Err(Error::Gpu(format!(
-                "sequence of {l} tokens exceeds the attention shader's {MAX_SEQ}"
-            )));
-        }
-        let shape = Shape {
-            batch: b,
-            seq_len: l,
-            picked: batch.picked.len(),
-        };
-        if !self.buckets.contains_key(&shape) {
-            let max = self.ctx.max_binding() as usize;
-            let too_big = |s: &&BufferSpec| shape.rows(s.rows) * s.cols * 4 > max;
-            if let Some(spec) = self.plan.buffers.iter().find(too_big) {
-                return Err(Error::Gpu(format!(
-                    "the `{}` activations of {b} x {l} tokens exceed the adapter's storage binding limit of {max} bytes",
-                    spec.name
-                )));
-            }
+        let dims = batch.dims();
+        if !self.buckets.contains_key(&dims) {
             let builder = Builder {
                 device: &self.ctx.device,
                 queue: &self.ctx.queue,
@@ -231,94 +212,111 @@ impl GpuExecutor {
                 weights: &self.weights,
                 dummy: &self.dummy,
             };
-            let bucket = builder.build(shape);
-            self.buckets.insert(shape, bucket);
+            let bucket = builder.build(dims)?;
+            self.buckets.insert(dims, bucket);
         }
-        let bucket = &self.buckets[&shape];
-        let q = &self.ctx.queue;
-        let words = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-        q.write_buffer(&bucket.ids, 0, &words(&batch.ids));
-        q.write_buffer(&bucket.type_ids, 0, &words(&batch.type_ids));
-        q.write_buffer(
-            &bucket.lens,
-            0,
-            &words(&batch.lens.iter().map(|&x| x as u32).collect::<Vec<_>>()),
-        );
-        if !batch.picked.is_empty() {
-            q.write_buffer(
-                &bucket.picked,
-                0,
-                &words(&batch.picked.iter().map(|&x| x as u32).collect::<Vec<_>>()),
-            );
-        }
-        let steps = if head {
-            &bucket.steps[..]
-        } else {
-            &bucket.steps[..bucket.encoder_steps]
-        };
+        let bucket = &self.buckets[&dims];
+        bucket.inputs.write(&self.ctx.queue, batch);
         let mut enc = self
             .ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("forward"),
             });
-        {
+        self.encode(&mut enc, bucket.steps(want), None)?;
+        let mut reads = Vec::new();
+        let hidden = want.hidden().then(|| {
+            let bytes = dims.rows(crate::model::Rows::Tokens) * self.plan.config.hidden_size * 4;
+            let src = &bucket.acts[self.plan.hidden.0];
+            enc.copy_buffer_to_buffer(src, 0, &bucket.staging_hidden, 0, bytes as u64);
+            reads.push((&bucket.staging_hidden, bytes));
+        });
+        let logits = match (want.head(), self.plan.logits, &bucket.staging_logits) {
+            (true, Some(id), Some(staging)) => {
+                let spec = &self.plan.buffers[id.0];
+                let bytes = dims.rows(spec.rows) * spec.cols * 4;
+                if bytes > 0 {
+                    enc.copy_buffer_to_buffer(&bucket.acts[id.0], 0, staging, 0, bytes as u64);
+                }
+                reads.push((staging, bytes));
+                Some(())
+            }
+            _ => None,
+        };
+        let mut read = self.submit_and_read(enc, &reads).await?.into_iter();
+        let mut next = || read.next().map(|b| readback::f32s(&b));
+        Ok(Output {
+            hidden: hidden.and_then(|()| next()),
+            logits: logits.and_then(|()| next()),
+        })
+    }
+
+    /// Records `steps` into `enc`: one compute pass, or with `timestamps` one pass per step
+    /// with its start and end written to the query set.
+    fn encode(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        steps: &[bucket::Step],
+        timestamps: Option<&wgpu::QuerySet>,
+    ) -> Result<()> {
+        let Some(set) = timestamps else {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("forward"),
                 timestamp_writes: None,
             });
-            for s in steps {
-                pass.set_pipeline(self.pipelines.get(s.kernel));
-                pass.set_bind_group(0, &s.bind_group, &[]);
-                pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);
-            }
-        }
-        let hidden_floats = b * l * self.plan.config.hidden_size;
-        enc.copy_buffer_to_buffer(
-            &bucket.acts[self.plan.hidden.0],
-            0,
-            &bucket.staging_hidden,
-            0,
-            (hidden_floats * 4) as u64,
-        );
-        let logits = match (head, self.plan.logits, &bucket.staging_logits) {
-            (true, Some(id), Some(staging)) => {
-                let spec = &self.plan.buffers[id.0];
-                let floats = shape.rows(spec.rows) * spec.cols;
-                if floats > 0 {
-                    enc.copy_buffer_to_buffer(
-                        &bucket.acts[id.0],
-                        0,
-                        staging,
-                        0,
-                        (floats * 4) as u64,
-                    );
-                }
-                Some((staging, floats))
-            }
-            _ => None,
+            return steps.iter().try_for_each(|s| self.dispatch(&mut pass, s));
         };
-        q.submit([enc.finish()]);
-        let hidden_map = readback::map_read(&bucket.staging_hidden);
-        let logits_map = logits.map(|(s, _)| readback::map_read(s));
+        for (i, s) in steps.iter().enumerate() {
+            let writes = wgpu::ComputePassTimestampWrites {
+                query_set: set,
+                beginning_of_pass_write_index: Some(2 * i as u32),
+                end_of_pass_write_index: Some(2 * i as u32 + 1),
+            };
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(writes),
+            });
+            self.dispatch(&mut pass, s)?;
+        }
+        Ok(())
+    }
+
+    fn dispatch(&self, pass: &mut wgpu::ComputePass, s: &bucket::Step) -> Result<()> {
+        pass.set_pipeline(self.pipelines.get(s.kernel)?);
+        pass.set_bind_group(0, &s.bind_group, &[]);
+        pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);
+        Ok(())
+    }
+
+    /// Submits `enc`, waits for it, and reads the first `bytes` of each staging buffer back.
+    async fn submit_and_read(
+        &self,
+        enc: wgpu::CommandEncoder,
+        reads: &[(&wgpu::Buffer, usize)],
+    ) -> Result<Vec<Vec<u8>>> {
+        self.ctx.queue.submit([enc.finish()]);
+        let maps: Vec<_> = reads.iter().map(|(b, _)| readback::map_read(b)).collect();
         #[cfg(not(target_arch = "wasm32"))]
         self.ctx
             .device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
-        hidden_map
-            .await
-            .map_err(|e| Error::Gpu(format!("reading results back: {e}")))?;
-        if let Some(m) = logits_map {
-            m.await
-                .map_err(|e| Error::Gpu(format!("reading results back: {e}")))?;
+            .map_err(|e| {
+                Error::gpu(
+                    GpuErrorKind::DeviceLost,
+                    format!("waiting for the GPU: {e}"),
+                )
+            })?;
+        for map in maps {
+            let mapped = map.await;
+            self.ctx.check()?;
+            mapped.map_err(|e| {
+                Error::gpu(GpuErrorKind::Internal, format!("reading results back: {e}"))
+            })?;
         }
         self.ctx.check()?;
-        let hidden = readback::read_f32(&bucket.staging_hidden, hidden_floats);
-        let logits = logits.map(|(s, floats)| readback::read_f32(s, floats));
-        if hidden.len() != hidden_floats {
-            return Err(Error::Gpu("could not read the hidden states back".into()));
-        }
-        Ok(Output { hidden, logits })
+        reads
+            .iter()
+            .map(|(b, bytes)| readback::read_bytes(b, *bytes))
+            .collect()
     }
 }

@@ -1,5 +1,10 @@
 //! Compute pipelines, built once per device from the WGSL in `shaders/`.
 
+use super::params::{
+    self, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, LayerNormParams,
+};
+use crate::error::{Error, GpuErrorKind, Result};
+
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
 const ATTENTION_IO: &str = include_str!("../../shaders/attention_io.wgsl");
@@ -14,7 +19,7 @@ pub enum Kernel {
     /// GEMM with f16 weights (`k % 4 == 0`), on adapters with `shader-f16`.
     GemmF16(Tile),
     LayerNorm,
-    /// Tiled attention with an online softmax, head sizes up to [`Kernel::TILED_HEAD_DIM`].
+    /// Tiled attention with an online softmax, head sizes up to `TILED_HEAD_DIM`.
     Attention,
     /// One workgroup per query row, for larger heads.
     AttentionWide,
@@ -79,11 +84,9 @@ impl Kernel {
         Kernel::Gather,
     ];
 
-    pub const TILED_HEAD_DIM: usize = 64;
-
     /// The attention variant for a head size.
     pub fn attention(head_dim: usize) -> Kernel {
-        if head_dim <= Kernel::TILED_HEAD_DIM {
+        if head_dim <= super::TILED_HEAD_DIM {
             Kernel::Attention
         } else {
             Kernel::AttentionWide
@@ -110,30 +113,51 @@ impl Kernel {
         }
     }
 
-    /// The shader: a variant prelude (which may hold `enable` directives) before the body;
-    /// GEMMs get their rows per invocation (`RM`, 8 of them down a tile) in between.
+    /// The WGSL of this kernel's uniforms (see `params.rs`).
+    fn params(self) -> String {
+        match self {
+            Kernel::Embeddings => EmbeddingsParams::wgsl(),
+            Kernel::Gemm(_) | Kernel::GemmScalar(_) | Kernel::GemmF16(_) => GemmParams::wgsl(),
+            Kernel::LayerNorm => LayerNormParams::wgsl(),
+            Kernel::Attention | Kernel::AttentionWide => AttentionParams::wgsl(),
+            Kernel::Gather => GatherParams::wgsl(),
+        }
+    }
+
+    /// The shader: directives, the generated uniforms and constants (GEMMs also get their
+    /// rows per invocation, `RM`, 8 of them down a tile), the shared helpers it uses, then
+    /// its own code; each part only uses what an earlier one declares.
     fn code(self) -> String {
-        let (prelude, body) = match self {
-            Kernel::Embeddings => (COMMON, include_str!("../../shaders/embeddings.wgsl")),
-            Kernel::Gemm(_) => (include_str!("../../shaders/gemm_vec4.wgsl"), GEMM),
-            Kernel::GemmScalar(_) => (include_str!("../../shaders/gemm_scalar.wgsl"), GEMM),
-            Kernel::GemmF16(_) => (include_str!("../../shaders/gemm_f16.wgsl"), GEMM),
-            Kernel::LayerNorm => (COMMON, include_str!("../../shaders/layer_norm.wgsl")),
-            Kernel::Attention => (ATTENTION_IO, include_str!("../../shaders/attention.wgsl")),
+        let directives = match self {
+            Kernel::GemmF16(_) => "enable f16;\n",
+            _ => "",
+        };
+        let (helpers, body): (&[&str], &str) = match self {
+            Kernel::Embeddings => (&[], include_str!("../../shaders/embeddings.wgsl")),
+            Kernel::Gemm(_) => (&[include_str!("../../shaders/gemm_vec4.wgsl")], GEMM),
+            Kernel::GemmScalar(_) => (&[include_str!("../../shaders/gemm_scalar.wgsl")], GEMM),
+            Kernel::GemmF16(_) => (&[include_str!("../../shaders/gemm_f16.wgsl")], GEMM),
+            Kernel::LayerNorm => (&[COMMON], include_str!("../../shaders/layer_norm.wgsl")),
+            Kernel::Attention => (
+                &[ATTENTION_IO],
+                include_str!("../../shaders/attention.wgsl"),
+            ),
             Kernel::AttentionWide => (
-                concat!(
-                    include_str!("../../shaders/common.wgsl"),
-                    include_str!("../../shaders/attention_io.wgsl")
-                ),
+                &[COMMON, ATTENTION_IO],
                 include_str!("../../shaders/attention_wide.wgsl"),
             ),
-            Kernel::Gather => ("", include_str!("../../shaders/gather.wgsl")),
+            Kernel::Gather => (&[], include_str!("../../shaders/gather.wgsl")),
         };
         let rows = match self.tile_rows() {
             1 => String::new(),
-            r => format!("const RM: u32 = {}u;", r / 8),
+            r => format!("const RM: u32 = {}u;\n", r / 8),
         };
-        format!("{prelude}\n{rows}\n{body}")
+        format!(
+            "{directives}{}{}{rows}{}\n{body}",
+            self.params(),
+            params::constants(),
+            helpers.join("\n")
+        )
     }
 }
 
@@ -162,8 +186,12 @@ impl Pipelines {
         Pipelines { pipelines }
     }
 
-    pub fn get(&self, k: Kernel) -> &wgpu::ComputePipeline {
-        let i = self.pipelines.iter().position(|x| x.0 == k).unwrap_or(0);
-        &self.pipelines[i].1
+    /// The pipeline of `k`; an error when it was not built (the f16 GEMM without the feature).
+    pub fn get(&self, k: Kernel) -> Result<&wgpu::ComputePipeline> {
+        let found = self.pipelines.iter().find(|x| x.0 == k);
+        found.map(|(_, p)| p).ok_or_else(|| {
+            let msg = format!("no `{}` pipeline on this device", k.name());
+            Error::gpu(GpuErrorKind::Internal, msg)
+        })
     }
 }

@@ -1,6 +1,7 @@
 //! Awaiting `map_async` without blocking: the browser resolves it from its event loop; native
 //! callers poll the device first.
 
+use crate::error::{Error, GpuErrorKind};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -38,14 +39,19 @@ pub fn map_read(buffer: &wgpu::Buffer) -> MapFuture {
     MapFuture(slot)
 }
 
-pub fn read_f32(buffer: &wgpu::Buffer, floats: usize) -> Vec<f32> {
+/// The first `bytes` of a buffer mapped for reading; unmaps it.
+pub fn read_bytes(buffer: &wgpu::Buffer, bytes: usize) -> crate::Result<Vec<u8>> {
     let out = match buffer.get_mapped_range(..) {
-        Ok(view) => view[..floats * 4]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        Err(_) => Vec::new(),
+        Ok(view) if view.len() >= bytes => Ok(view[..bytes].to_vec()),
+        Ok(view) => Err(format!("{} bytes mapped, {bytes} expected", view.len())),
+        Err(e) => Err(e.to_string()),
     };
     buffer.unmap();
-    out
+    out.map_err(|e| Error::gpu(GpuErrorKind::Internal, format!("reading results back: {e}")))
+}
+
+pub fn f32s(bytes: &[u8]) -> Vec<f32> {
+    (bytes.chunks_exact(4))
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }

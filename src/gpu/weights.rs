@@ -6,8 +6,8 @@
 //! the GEMM weight matrices are stored as f16.
 
 use super::context::GpuContext;
-use crate::error::{Error, Result};
-use crate::model::{Op, Plan};
+use crate::error::{Error, GpuErrorKind, Result};
+use crate::model::{Op, Plan, Tensor};
 
 pub struct Chunk {
     pub buffer: wgpu::Buffer,
@@ -31,7 +31,7 @@ impl GpuWeight {
 /// Per weight: whether it may be split (every user takes row ranges) and whether it may be
 /// f16 (its only users are vec4 GEMMs).
 fn roles(plan: &Plan) -> (Vec<bool>, Vec<bool>) {
-    let n = plan.weights.len();
+    let n = plan.weight_names.len();
     let (mut whole, mut gemm, mut other) = (vec![false; n], vec![false; n], vec![false; n]);
     for op in &plan.ops {
         let (single, split) = match op {
@@ -76,11 +76,11 @@ fn roles(plan: &Plan) -> (Vec<bool>, Vec<bool>) {
     (splittable, half)
 }
 
-pub fn upload(ctx: &GpuContext, plan: &Plan) -> Result<Vec<GpuWeight>> {
+pub fn upload(ctx: &GpuContext, plan: &Plan, weights: &[Tensor]) -> Result<Vec<GpuWeight>> {
     let limit = ctx.max_binding();
     let (splittable, half) = roles(plan);
-    let mut out = Vec::with_capacity(plan.weights.len());
-    for (i, (t, name)) in plan.weights.iter().zip(&plan.weight_names).enumerate() {
+    let mut out = Vec::with_capacity(weights.len());
+    for (i, (t, name)) in weights.iter().zip(&plan.weight_names).enumerate() {
         let f16 = half[i] && ctx.f16();
         let rows = t.shape.first().copied().unwrap_or(1).max(1);
         let cols = t.data.len() / rows;
@@ -91,9 +91,10 @@ pub fn upload(ctx: &GpuContext, plan: &Plan) -> Result<Vec<GpuWeight>> {
         } else if splittable[i] && row_bytes <= limit {
             (limit / row_bytes) as usize
         } else {
-            return Err(Error::Gpu(format!(
-                "tensor `{name}` ({bytes} bytes) exceeds the adapter's storage binding limit of {limit} bytes"
-            )));
+            return Err(Error::gpu(
+                GpuErrorKind::Unavailable,
+                format!("tensor `{name}` ({bytes} bytes) exceeds the adapter's storage binding limit of {limit} bytes"),
+            ));
         };
         let chunks = (0..rows)
             .step_by(per_chunk)

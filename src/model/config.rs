@@ -13,6 +13,17 @@ pub enum ModelType {
 }
 
 impl ModelType {
+    /// The `model_type` of `config.json` (RoBERTa's own for CamemBERT).
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelType::Bert => "bert",
+            ModelType::DistilBert => "distilbert",
+            ModelType::Roberta => "roberta",
+            ModelType::XlmRoberta => "xlm-roberta",
+            ModelType::Electra => "electra",
+        }
+    }
+
     /// The state-dict prefix the base model carries inside task checkpoints.
     pub fn prefix(self) -> &'static str {
         match self {

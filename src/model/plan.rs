@@ -76,10 +76,12 @@ pub enum Op {
     Gather { x: BufId, out: BufId },
 }
 
+/// The op graph: immutable once built, shared by the engine and both executors, each of which
+/// owns the weights in its own form (packed for a CPU kernel, uploaded to a GPU).
 #[derive(Debug)]
 pub struct Plan {
     pub config: ModelConfig,
-    pub weights: Vec<Tensor>,
+    /// Names of the weights, indexed by [`WeightId`] (error messages, GPU labels).
     pub weight_names: Vec<String>,
     pub buffers: Vec<BufferSpec>,
     pub ops: Vec<Op>,
@@ -227,7 +229,8 @@ fn layer_names(t: ModelType, i: usize) -> LayerNames {
 }
 
 impl Plan {
-    pub fn build(cfg: ModelConfig, weights: Weights) -> Result<Plan> {
+    /// The graph and its weights, indexed by [`WeightId`].
+    pub fn build(cfg: ModelConfig, weights: Weights) -> Result<(Plan, Vec<Tensor>)> {
         let mut b = Builder {
             cfg: &cfg,
             src: weights,
@@ -321,16 +324,16 @@ impl Plan {
             ops,
             ..
         } = b;
-        Ok(Plan {
+        let plan = Plan {
             config: cfg,
-            weights,
             weight_names: names,
             buffers,
             ops,
             encoder_ops,
             hidden,
             logits,
-        })
+        };
+        Ok((plan, weights))
     }
 }
 

@@ -1,14 +1,20 @@
 //! Sequence classification (`text-classification` pipeline): single texts and pairs.
 
 use super::{sigmoid, softmax, LabelScore};
-use crate::engine::Engine;
+use crate::engine::{Engine, Want};
 use crate::error::Result;
 use crate::model::Architecture;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// HF's `function_to_apply`: `softmax`, `sigmoid` or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 pub enum ScoreFn {
-    /// Softmax, or sigmoid for multi-label checkpoints and single-logit heads (as HF).
+    /// Softmax, or sigmoid for multi-label checkpoints and single-logit heads (as HF); what
+    /// leaving the option out means, so it has no name.
     #[default]
+    #[serde(skip)]
+    #[cfg_attr(not(target_arch = "wasm32"), value(skip))]
     Auto,
     Softmax,
     Sigmoid,
@@ -37,7 +43,7 @@ pub async fn classify(
     for (text, pair) in inputs {
         windows.push(engine.encode(text, *pair, opts.truncation)?);
     }
-    let outs = engine.run(&windows, true, &[]).await?;
+    let outs = engine.run(&windows, Want::Logits, &[]).await?;
     let f = match opts.function {
         ScoreFn::Auto
             if engine.config.multi_label || outs.first().is_some_and(|o| o.logits.len() == 1) =>

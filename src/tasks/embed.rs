@@ -1,9 +1,11 @@
 //! Feature extraction: token hidden states or one pooled vector per text.
 
-use crate::engine::Engine;
-use crate::error::{Error, Result};
+use crate::engine::{Engine, Want};
+use crate::error::Result;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 pub enum Pooling {
     Cls,
     /// Mean over the real (unpadded) tokens, as sentence-transformers does.
@@ -11,20 +13,6 @@ pub enum Pooling {
     Mean,
     /// Element-wise max over the real tokens.
     Max,
-}
-
-impl std::str::FromStr for Pooling {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "cls" => Ok(Pooling::Cls),
-            "mean" => Ok(Pooling::Mean),
-            "max" => Ok(Pooling::Max),
-            o => Err(Error::Input(format!(
-                "unknown pooling `{o}`; use cls, mean or max"
-            ))),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -45,7 +33,7 @@ pub async fn hidden_states(
         .map(|(t, p)| engine.encode(t, *p, truncation))
         .collect::<Result<Vec<_>>>()?;
     let h = engine.config.hidden_size;
-    let outs = engine.run(&windows, false, &[]).await?;
+    let outs = engine.run(&windows, Want::Hidden, &[]).await?;
     Ok(outs
         .into_iter()
         .map(|o| o.hidden.chunks(h).map(<[f32]>::to_vec).collect())

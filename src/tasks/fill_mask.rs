@@ -2,7 +2,7 @@
 //! they complete. Only the mask rows go through the vocabulary decoder.
 
 use super::softmax;
-use crate::engine::Engine;
+use crate::engine::{Engine, Want};
 use crate::error::{Error, Result};
 use crate::model::Architecture;
 use serde::Serialize;
@@ -44,7 +44,7 @@ pub async fn fill_mask(
     let out = engine
         .run(
             std::slice::from_ref(&enc),
-            true,
+            Want::Logits,
             std::slice::from_ref(&masks),
         )
         .await?;

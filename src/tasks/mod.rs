@@ -5,6 +5,7 @@ pub mod embed;
 pub mod fill_mask;
 pub mod ner;
 pub mod qa;
+pub mod registry;
 pub mod zero_shot;
 
 use serde::Serialize;

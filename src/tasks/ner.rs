@@ -3,12 +3,14 @@
 //! merged. Offsets are Unicode code-point indices into the original text.
 
 use super::{argmax, softmax};
-use crate::engine::Engine;
-use crate::error::{Error, Result};
+use crate::engine::{Engine, Want};
+use crate::error::Result;
 use crate::model::{Architecture, Windowing};
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 pub enum Aggregation {
     #[default]
     None,
@@ -16,24 +18,6 @@ pub enum Aggregation {
     First,
     Average,
     Max,
-}
-
-impl std::str::FromStr for Aggregation {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s {
-            "none" => Aggregation::None,
-            "simple" => Aggregation::Simple,
-            "first" => Aggregation::First,
-            "average" => Aggregation::Average,
-            "max" => Aggregation::Max,
-            o => {
-                return Err(Error::Input(format!(
-                    "unknown aggregation `{o}`; use none, simple, first, average or max"
-                )))
-            }
-        })
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -115,7 +99,7 @@ pub async fn ner(engine: &Engine, text: &str, opts: &NerOptions) -> Result<Vec<E
             only_second: false,
         },
     )?;
-    let outs = engine.run(&windows, true, &[]).await?;
+    let outs = engine.run(&windows, Want::Logits, &[]).await?;
     let chars: Vec<char> = text.chars().collect();
     let labels = engine.config.labels(engine.config.id2label.len().max(1));
     let mut all = Vec::new();

@@ -4,7 +4,7 @@
 //! and equal answers found in several windows add up their scores.
 
 use super::softmax;
-use crate::engine::Engine;
+use crate::engine::{Engine, Want};
 use crate::error::{Error, Result};
 use crate::model::{Architecture, Windowing};
 use serde::Serialize;
@@ -73,7 +73,7 @@ pub async fn answer(
     let windows = engine
         .tokenizer
         .encode_windows(&question, Some(context), w)?;
-    let outs = engine.run(&windows, true, &[]).await?;
+    let outs = engine.run(&windows, Want::Logits, &[]).await?;
     let chars: Vec<char> = context.chars().collect();
     let pre_topk = if opts.align_to_words {
         opts.top_k * 2 + 10

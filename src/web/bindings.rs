@@ -2,7 +2,8 @@
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
 use super::calls;
-use crate::engine::{AutoOptions, Engine, LoadOptions};
+use crate::engine::{AutoOptions, Engine, LoadOptions, Want};
+use crate::error::parse_name;
 use crate::model::ModelFiles;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -77,16 +78,15 @@ impl ModelLoader {
         quantized: String,
     ) -> Result<WebEngine, JsError> {
         let options = LoadOptions {
-            device: device.parse().map_err(js_error)?,
+            device: parse_name("device", &device).map_err(js_error)?,
             auto: AutoOptions {
                 allow_software: allow_fallback_adapter,
                 probe,
             },
-            quantized: quantized.parse().map_err(js_error)?,
+            quantized: parse_name("quantized", &quantized).map_err(js_error)?,
+            ..Default::default()
         };
-        let engine = Engine::load_with_options(self.files, options)
-            .await
-            .map_err(js_error)?;
+        let engine = Engine::load(self.files, options).await.map_err(js_error)?;
         Ok(WebEngine {
             engine: Rc::new(engine),
             busy: Rc::new(Cell::new(false)),
@@ -175,7 +175,7 @@ impl WebEngine {
         self.one_at_a_time(|engine| async move {
             let window = engine.encode(&text, None, Some(usize::MAX))?;
             let kernels: Option<Vec<(String, f64)>> = if engine.has_gpu() {
-                let k = engine.gpu_profile(&[window], false).await?;
+                let k = engine.gpu_profile(&[window], Want::Hidden).await?;
                 k.map(|k| k.into_iter().map(|(n, ms)| (n.to_string(), ms)).collect())
             } else {
                 Some(engine.cpu_profile(&[window])?)
@@ -207,6 +207,7 @@ impl WebEngine {
     }
 
     /// Destroys the GPU device as a lost device would be (tests of the CPU fallback).
+    #[cfg(feature = "test-hooks")]
     #[wasm_bindgen(js_name = debugLoseDevice)]
     pub fn debug_lose_device(&self) {
         self.engine.lose_gpu_for_test();

@@ -4,12 +4,12 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::model::{Architecture, ModelType};
 use crate::tasks::classify::{classify, ClassifyOptions, ScoreFn};
 use crate::tasks::embed::{self, EmbedOptions, Pooling};
 use crate::tasks::fill_mask::fill_mask;
-use crate::tasks::ner::{ner, NerOptions};
+use crate::tasks::ner::{ner, Aggregation, NerOptions};
 use crate::tasks::qa::{answer, QaOptions};
+use crate::tasks::registry;
 use crate::tasks::zero_shot::{zero_shot, ZeroShotOptions};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,7 @@ struct ClassifyRequest {
     inputs: Vec<TextPair>,
     /// `None` returns every label.
     top_k: Option<usize>,
-    function_to_apply: Option<String>,
+    function_to_apply: Option<ScoreFn>,
     truncation: Option<Truncation>,
 }
 
@@ -51,7 +51,7 @@ struct ClassifyRequest {
 #[serde(deny_unknown_fields)]
 struct NerRequest {
     texts: Vec<String>,
-    aggregation_strategy: Option<String>,
+    aggregation_strategy: Option<Aggregation>,
     stride: Option<usize>,
     max_length: Option<usize>,
     ignore_labels: Option<Vec<String>>,
@@ -76,7 +76,7 @@ struct QaRequest {
 struct EmbedRequest {
     texts: Vec<String>,
     /// `mean` (default), `cls`, `max`, or `none` for every token's hidden state.
-    pooling: Option<String>,
+    pooling: Option<EmbedPooling>,
     normalize: Option<bool>,
     truncation: Option<Truncation>,
 }
@@ -86,7 +86,7 @@ struct EmbedRequest {
 struct RankRequest {
     query: String,
     documents: Vec<String>,
-    pooling: Option<String>,
+    pooling: Option<Pooling>,
     truncation: Option<Truncation>,
 }
 
@@ -107,8 +107,21 @@ struct ZeroShotRequest {
     multi_label: Option<bool>,
 }
 
+/// Pooling for `feature-extraction`: a pooled vector per text, or (`none`) every token's.
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum EmbedPooling {
+    Mean,
+    Cls,
+    Max,
+    None,
+}
+
 fn parse<T: DeserializeOwned>(task: &str, json: &str) -> Result<T> {
-    serde_json::from_str(json).map_err(|e| Error::Input(format!("{task} options: {e}")))
+    serde_json::from_str(json).map_err(|e| {
+        let e = e.to_string().replace("unknown variant", "unknown value");
+        Error::Input(format!("{task} options: {e}"))
+    })
 }
 
 fn to_json<T: Serialize>(v: &T) -> Result<String> {
@@ -135,17 +148,6 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
     match task {
         "text-classification" => {
             let r: ClassifyRequest = parse(task, json)?;
-            let function = match r.function_to_apply.as_deref() {
-                None => ScoreFn::Auto,
-                Some("softmax") => ScoreFn::Softmax,
-                Some("sigmoid") => ScoreFn::Sigmoid,
-                Some("none") => ScoreFn::None,
-                Some(o) => {
-                    return Err(Error::Input(format!(
-                        "unknown function_to_apply `{o}`; use softmax, sigmoid or none"
-                    )))
-                }
-            };
             let inputs: Vec<(&str, Option<&str>)> = r
                 .inputs
                 .iter()
@@ -153,7 +155,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
                 .collect();
             let opts = ClassifyOptions {
                 top_k: r.top_k,
-                function,
+                function: r.function_to_apply.unwrap_or_default(),
                 truncation: truncation(r.truncation),
             };
             to_json(&classify(engine, &inputs, opts).await?)
@@ -162,10 +164,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             let r: NerRequest = parse(task, json)?;
             let defaults = NerOptions::default();
             let opts = NerOptions {
-                aggregation: match r.aggregation_strategy {
-                    Some(a) => a.parse()?,
-                    None => defaults.aggregation,
-                },
+                aggregation: r.aggregation_strategy.unwrap_or(defaults.aggregation),
                 stride: r.stride.unwrap_or(defaults.stride),
                 max_len: r.max_length,
                 ignore_labels: r.ignore_labels.unwrap_or(defaults.ignore_labels),
@@ -205,7 +204,13 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
         "feature-extraction" => {
             let r: EmbedRequest = parse(task, json)?;
             let trunc = truncation(r.truncation);
-            if r.pooling.as_deref() == Some("none") {
+            let pooling = match r.pooling.unwrap_or(EmbedPooling::Mean) {
+                EmbedPooling::Mean => Some(Pooling::Mean),
+                EmbedPooling::Cls => Some(Pooling::Cls),
+                EmbedPooling::Max => Some(Pooling::Max),
+                EmbedPooling::None => None,
+            };
+            let Some(pooling) = pooling else {
                 let inputs: Vec<(&str, Option<&str>)> =
                     r.texts.iter().map(|t| (t.as_str(), None)).collect();
                 let mut states = embed::hidden_states(engine, &inputs, trunc).await?;
@@ -216,9 +221,9 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
                         .for_each(|v| embed::l2_normalize(v));
                 }
                 return to_json(&states);
-            }
+            };
             let opts = EmbedOptions {
-                pooling: pooling(r.pooling)?,
+                pooling,
                 normalize: r.normalize.unwrap_or(false),
                 truncation: trunc,
             };
@@ -233,7 +238,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             }
             let r: RankRequest = parse("similarity", json)?;
             let opts = EmbedOptions {
-                pooling: pooling(r.pooling)?,
+                pooling: r.pooling.unwrap_or_default(),
                 normalize: true,
                 truncation: truncation(r.truncation),
             };
@@ -270,38 +275,14 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             to_json(&out)
         }
         other => Err(Error::Input(format!(
-            "unknown task `{other}`; supported: text-classification, token-classification, \
-             question-answering, feature-extraction, fill-mask, zero-shot-classification"
+            "unknown task `{other}`; supported: {}",
+            registry::names().join(", ")
         ))),
     }
 }
 
-fn pooling(p: Option<String>) -> Result<Pooling> {
-    p.map_or(Ok(Pooling::Mean), |p| {
-        p.parse().map_err(|_| {
-            Error::Input(format!(
-                "unknown pooling `{p}`; use mean, cls, max or (feature-extraction only) none"
-            ))
-        })
-    })
-}
-
 pub fn info(engine: &Engine) -> String {
     let c = &engine.config;
-    let model_type = match c.model_type {
-        ModelType::Bert => "bert",
-        ModelType::DistilBert => "distilbert",
-        ModelType::Roberta => "roberta",
-        ModelType::XlmRoberta => "xlm-roberta",
-        ModelType::Electra => "electra",
-    };
-    let task = match c.architecture {
-        Architecture::Base => "feature-extraction",
-        Architecture::SequenceClassification => "text-classification",
-        Architecture::TokenClassification => "token-classification",
-        Architecture::QuestionAnswering => "question-answering",
-        Architecture::MaskedLm => "fill-mask",
-    };
     serde_json::json!({
         "backend": engine.backend(),
         "gpu_failure": engine.gpu_failure(),
@@ -312,8 +293,9 @@ pub fn info(engine: &Engine) -> String {
             "gpu_ms": p.gpu_ms,
             "cpu_ms": p.cpu_ms,
         })),
-        "model_type": model_type,
-        "task": task,
+        "model_type": c.model_type.name(),
+        "task": registry::head_task(c.architecture),
+        "tasks": registry::tasks_for(c.architecture),
         "labels": c.id2label,
         "max_length": engine.max_len(),
         "hidden_size": c.hidden_size,

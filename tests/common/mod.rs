@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use webert::engine::Engine;
+use webert::engine::{Engine, LoadOptions};
+use webert::model::ModelFiles;
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -68,8 +69,26 @@ fn link(src: &Path, dst: &Path) {
     r.unwrap_or_else(|e| panic!("link {}: {e}", src.display()));
 }
 
+/// A model folder loaded for the CPU.
 pub fn engine(dir: &Path) -> Engine {
-    Engine::from_dir(dir).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()))
+    try_engine(dir).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()))
+}
+
+pub fn try_engine(dir: &Path) -> webert::Result<Engine> {
+    let files = ModelFiles::from_dir(dir)?;
+    pollster::block_on(Engine::load(files, LoadOptions::cpu()))
+}
+
+/// A CPU executor of the model in `dir` on `kernel`, and its tokenizer.
+pub fn cpu_executor(
+    dir: &Path,
+    kernel: &'static webert::cpu::kernels::Kernel,
+    quantized: webert::exec::Quantized,
+) -> (webert::cpu::CpuExecutor, webert::model::TextTokenizer) {
+    let (cfg, tok, w) = ModelFiles::from_dir(dir).unwrap().load().unwrap();
+    let (plan, weights) = webert::model::Plan::build(cfg, w).unwrap();
+    let exec = webert::cpu::CpuExecutor::new(std::sync::Arc::new(plan), weights, kernel, quantized);
+    (exec, tok)
 }
 
 pub fn floats(v: &Value) -> Vec<f32> {

@@ -1,0 +1,131 @@
+//! The uniforms of each kernel, declared once: the `uniforms!` macro makes the Rust struct
+//! that is written to the GPU and the WGSL struct the shader reads from the same field list,
+//! and the shared constants are written into every shader's prelude from the Rust values, so
+//! the two sides cannot drift.
+
+use crate::model::Activation;
+
+/// Field types a uniform may have, with their WGSL names.
+pub trait Wgsl {
+    const NAME: &'static str;
+}
+
+impl Wgsl for u32 {
+    const NAME: &'static str = "u32";
+}
+
+impl Wgsl for f32 {
+    const NAME: &'static str = "f32";
+}
+
+macro_rules! uniforms {
+    ($($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident: $ty:ty),* $(,)? })*) => {$(
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+        pub struct $name {
+            $($(#[$fdoc])* pub $field: $ty),*
+        }
+
+        impl $name {
+            /// The WGSL declaration of this struct as `Params`, bound at 0 as `p`.
+            pub fn wgsl() -> String {
+                let fields: Vec<String> =
+                    vec![$(format!("    {}: {},", stringify!($field), <$ty as Wgsl>::NAME)),*];
+                format!(
+                    "struct Params {{\n{}\n}}\n@group(0) @binding(0) var<uniform> p: Params;\n",
+                    fields.join("\n")
+                )
+            }
+        }
+    )*};
+}
+
+uniforms! {
+    /// `out[row] = word[id] + position[pos] + token_type[type]` (the LayerNorm follows).
+    EmbeddingsParams {
+        rows: u32,
+        seq_len: u32,
+        dim: u32,
+        position_offset: u32,
+        has_types: u32,
+        /// `word` holds each token's row already (gathered from a split table).
+        gathered: u32,
+    }
+    /// `out[m][col_off + n] = act(x · wᵀ + bias) + residual` over one chunk of w's rows.
+    GemmParams {
+        m: u32,
+        n: u32,
+        k: u32,
+        act: u32,
+        has_bias: u32,
+        has_residual: u32,
+        /// Row stride of out and residual.
+        ldo: u32,
+        /// The output column this chunk of w starts at.
+        col_off: u32,
+    }
+    LayerNormParams {
+        rows: u32,
+        dim: u32,
+        eps: f32,
+    }
+    AttentionParams {
+        seq_len: u32,
+        heads: u32,
+        head_dim: u32,
+        hidden: u32,
+        scale: f32,
+    }
+    /// `out[r] = x[rows[r] - lo]` for `rows[r]` in `[lo, hi)`.
+    GatherParams {
+        rows: u32,
+        cols: u32,
+        lo: u32,
+        hi: u32,
+    }
+}
+
+/// The code a shader gives an activation.
+pub fn act_code(a: Activation) -> u32 {
+    match a {
+        Activation::None => 0,
+        Activation::Gelu => 1,
+        Activation::GeluTanh => 2,
+        Activation::Relu => 3,
+        Activation::Tanh => 4,
+    }
+}
+
+/// The constants every shader may use, from their Rust values.
+pub fn constants() -> String {
+    let acts = [
+        ("ACT_NONE", Activation::None),
+        ("ACT_GELU", Activation::Gelu),
+        ("ACT_GELU_TANH", Activation::GeluTanh),
+        ("ACT_RELU", Activation::Relu),
+        ("ACT_TANH", Activation::Tanh),
+    ];
+    let mut out: String = (acts.iter())
+        .map(|(name, a)| format!("const {name}: u32 = {}u;\n", act_code(*a)))
+        .collect();
+    out += &format!("const MAX_SEQ: u32 = {}u;\n", super::MAX_SEQ);
+    out += &format!("const MAX_HEAD_DIM: u32 = {}u;\n", super::MAX_HEAD_DIM);
+    out += &format!("const TILED_HEAD_DIM: u32 = {}u;\n", super::TILED_HEAD_DIM);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wgsl_struct_lists_the_rust_fields_in_order() {
+        assert_eq!(
+            LayerNormParams::wgsl(),
+            "struct Params {\n    rows: u32,\n    dim: u32,\n    eps: f32,\n}\n\
+             @group(0) @binding(0) var<uniform> p: Params;\n"
+        );
+        assert_eq!(std::mem::size_of::<GemmParams>(), 32);
+    }
+}

@@ -207,6 +207,7 @@ impl WebEngine {
     }
 
     /// Destroys the GPU device as a lost device would be (tests of the CPU fallback).
+    #[cfg(feature = "test-hooks")]
     #[wasm_bindgen(js_name = debugLoseDevice)]
     pub fn debug_lose_device(&self) {
         self.engine.lose_gpu_for_test();
@@ -215,12 +216,14 @@ impl WebEngine {
 
 /// Panics on purpose, so tests can check that a trapped instance is replaced. Never called
 /// by the library itself.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen(js_name = debugTrap)]
 pub fn debug_trap() {
     panic!("debugTrap called");
 }
 
 /// As [`debug_trap`], inside a future (how a WebGPU call would trap).
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen(js_name = debugTrapAsync)]
 pub fn debug_trap_async() -> js_sys::Promise {
     wasm_bindgen_futures::future_to_promise(async { panic!("debugTrapAsync called") })

@@ -170,8 +170,7 @@ impl WebEngine {
 
     /// Milliseconds per GPU kernel (JSON object, `null` without timestamp queries), or per
     /// kind of op on the CPU path, of one forward over `text`, for profiling in a browser.
-    #[wasm_bindgen(js_name = debugProfile)]
-    pub fn debug_profile(&self, text: String) -> js_sys::Promise {
+    pub fn profile(&self, text: String) -> js_sys::Promise {
         self.one_at_a_time(|engine| async move {
             let window = engine.encode(&text, None, Some(usize::MAX))?;
             let kernels: Option<Vec<(String, f64)>> = if engine.has_gpu() {

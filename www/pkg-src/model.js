@@ -102,7 +102,7 @@ export class Model {
   profile(text) {
     return this.enqueue(async () => {
       if (!this.live) await this.load();
-      return JSON.parse(await runtime.guarded(this.engine.debugProfile(text)));
+      return JSON.parse(await runtime.guarded(this.engine.profile(text)));
     });
   }
 

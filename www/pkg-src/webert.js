@@ -4,6 +4,7 @@
 // `worker: false`, it runs in the calling thread.
 
 import { clearCache } from './files.js';
+import { HOST } from './host.js';
 import { laneRequest } from './lane.js';
 import { webgpuAdapter } from './runtime.js';
 import { acquire, release } from './sharing.js';
@@ -120,6 +121,7 @@ export async function pipeline(task, model, options = {}) {
   Object.defineProperties(fn, {
     backend: { get: () => state.backend, enumerable: true },
     gpuFailure: { get: () => state.gpu_failure ?? null, enumerable: true },
+    [HOST]: { value: host }, // for testing.js
   });
   return Object.assign(fn, {
     task: kind,
@@ -130,12 +132,6 @@ export async function pipeline(task, model, options = {}) {
       if (!disposed) release(entry);
       disposed = true;
     },
-    debugTrap: () => host.send({ op: 'hook', hook: 'trap' }, { lane: () => laneRequest('hook', 'trap') }),
-    debugTrapAsync: () => host.send({ op: 'hook', hook: 'trap-async' }),
-    debugLoseDevice: () => host.send({ op: 'hook', hook: 'lose-device' }),
-    debugProfile: (text) => host.send({ op: 'profile', text }),
-    debugThreads: (n) => host.send({ op: 'hook', hook: 'threads', arg: n }),
-    /** Calls the express lane answered and refused (sent on by message); null without a lane. */
-    debugLane: () => (host.laneStats ? { ...host.laneStats } : null),
+    profile: async (t) => host.send({ op: 'profile', text: text(t) }),
   });
 }

@@ -268,3 +268,22 @@ test('a pipeline shows no test hooks; webert/testing adds them; profile() is pub
   assert.doesNotMatch(dts, /debug|trap|loseDevice|laneStats|testHooks/i);
   assert.match(dts, /\bprofile\(text: string\)/);
 });
+
+test('webert/testing says so when the build has no test hooks', async () => {
+  // A build without the cargo feature `test-hooks`, as far as its glue shows: no debugTrap or
+  // debugTrapAsync, no WebEngine.debugLoseDevice.
+  const { runtime } = await import(join(PKG, 'runtime.js'));
+  const { glue } = runtime;
+  const { debugTrap: _t, debugTrapAsync: _a, ...plain } = glue;
+  plain.WebEngine = { prototype: {} };
+  runtime.glue = plain;
+  try {
+    for (const hook of ['trap', 'trapAsync', 'loseDevice']) {
+      await assert.rejects(testHooks(pii)[hook](), /no test hooks; build the package with the cargo feature `test-hooks`/, hook);
+    }
+  } finally {
+    runtime.glue = glue;
+  }
+  const c = golden('pii.json').cases[0];
+  assertEntities('after the refused hooks', c.text, await pii(c.text), c.pipeline.none);
+});

@@ -4,9 +4,11 @@
 # .wasm; WebAssembly has no run-time feature detection, so www/pkg-src/simd.js picks one at load),
 # with wasm-bindgen's --target web glue (the same glue serves Node and both binaries); and the
 # threads build (relaxed-simd + atomics on shared memory, std rebuilt for it: webert_wasm_threads
-# with its own glue; www/pkg-src/core.js starts it where pages are cross-origin isolated); wasm-opt when
+# with its own glue; www/pkg-src/runtime.js starts it where pages are cross-origin isolated); wasm-opt when
 # binaryen's npm build is installed (Debian's binaryen 108 produces modules that crash Chromium),
 # and the JS wrapper, worker and types from www/pkg-src. Prints the .wasm sizes raw and gzipped.
+# WEBERT_WEB_FEATURES: cargo features for all three builds, e.g. `test-hooks` (the wasm side of
+# the package's `webert/testing` entry point; scripts/test.sh builds with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')
@@ -17,6 +19,8 @@ if [ "$want" != "$have" ]; then
 fi
 out=www/pkg
 rm -rf "$out"
+cargo_features=()
+[ -n "${WEBERT_WEB_FEATURES:-}" ] && cargo_features=(--features "$WEBERT_WEB_FEATURES")
 opt=tests/browser/node_modules/.bin/wasm-opt
 source scripts/wasm_flags.sh
 [ -x "$opt" ] || echo "(wasm-opt skipped: npm install in tests/browser for binaryen)"
@@ -35,9 +39,10 @@ for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxe
     # `atomics` is an unstable target feature; that is expected.
     glue=$name
     RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C target-feature=$features $wasm_codegen $threads_flags" cargo build --lib --release \
-      --target wasm32-unknown-unknown --target-dir "$dir" -Z build-std=std,panic_abort
+      --target wasm32-unknown-unknown --target-dir "$dir" -Z build-std=std,panic_abort "${cargo_features[@]}"
   else
-    RUSTFLAGS="-C target-feature=$features $wasm_codegen" cargo build --lib --release --target wasm32-unknown-unknown --target-dir "$dir"
+    RUSTFLAGS="-C target-feature=$features $wasm_codegen" cargo build --lib --release --target wasm32-unknown-unknown --target-dir "$dir" \
+      "${cargo_features[@]}"
   fi
   tmp=$(mktemp -d)
   wasm-bindgen --target web --out-dir "$tmp" --out-name "$glue" --experimental-reset-state-function \

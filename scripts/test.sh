@@ -24,8 +24,8 @@ CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings --experimental-wasm-relaxe
 # The browser product: the npm package (wasm-bindgen + JS wrapper) in Node against the goldens,
 # then in headless Chromium: the demo page's tabs, 100 overlapping calls, offline, no WebGPU,
 # and fresh Vite / plain-ESM apps that install the `npm pack` tarball. Screenshots:
-# target/browser-artifacts/.
-bash scripts/build_web.sh
+# target/browser-artifacts/. Built with the test hooks (`webert/testing`), which the tests use.
+WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh
 node --test tests/browser/node.test.mjs
 node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
 node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/consumer.test.mjs

@@ -14,8 +14,14 @@ pub struct ModelFiles {
     pub files: Vec<(String, Vec<u8>)>,
 }
 
-/// ONNX variants in order of preference: full precision first.
-const ONNX_PREFERENCE: &[&str] = &[
+/// The files a model folder must have.
+pub const REQUIRED_FILES: &[&str] = &["config.json", "tokenizer.json"];
+/// The text files read when present.
+pub const TEXT_FILES: &[&str] = &["config.json", "tokenizer.json", "tokenizer_config.json"];
+/// Weight files in order of preference (safetensors shards, found by their index, come
+/// before the ONNX exports); the JS package fetches by this list.
+pub const WEIGHT_FILES: &[&str] = &[
+    "model.safetensors",
     "onnx/model.onnx",
     "onnx/model_fp16.onnx",
     "onnx/model_quantized.onnx",
@@ -25,6 +31,24 @@ const ONNX_PREFERENCE: &[&str] = &[
     "onnx/model_q4f16.onnx",
     "onnx/model_bnb4.onnx",
 ];
+
+/// The ONNX variants of [`WEIGHT_FILES`], full precision first.
+fn onnx_preference() -> impl Iterator<Item = &'static str> {
+    WEIGHT_FILES
+        .iter()
+        .copied()
+        .filter(|f| f.ends_with(".onnx"))
+}
+
+/// [`REQUIRED_FILES`], [`TEXT_FILES`] and [`WEIGHT_FILES`] as JSON, for the JS package.
+pub fn layout_json() -> String {
+    serde_json::json!({
+        "required": REQUIRED_FILES,
+        "text": TEXT_FILES,
+        "weights": WEIGHT_FILES,
+    })
+    .to_string()
+}
 
 impl ModelFiles {
     pub fn new(origin: impl Into<String>) -> Self {
@@ -63,7 +87,7 @@ impl ModelFiles {
         }
         let has_safetensors = names.iter().any(|n| n.ends_with(".safetensors"));
         if !has_safetensors {
-            if let Some(onnx) = ONNX_PREFERENCE.iter().find(|p| dir.join(p).is_file()) {
+            if let Some(onnx) = onnx_preference().find(|p| dir.join(p).is_file()) {
                 names.push(onnx.to_string());
             }
         }
@@ -116,8 +140,7 @@ impl ModelFiles {
             }
         }
         if weights.is_empty() {
-            let onnx = ONNX_PREFERENCE
-                .iter()
+            let onnx = onnx_preference()
                 .map(|s| s.to_string())
                 .find(|p| names.contains(p))
                 .or_else(|| names.iter().find(|n| n.ends_with(".onnx")).cloned())

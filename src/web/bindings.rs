@@ -38,6 +38,13 @@ fn notify_panic(message: &str) {
     }
 }
 
+/// The file names of a model folder the engine reads (JSON: `required`, `text`, and `weights`
+/// in order of preference), so that the package fetches by the engine's own list.
+#[wasm_bindgen(js_name = modelFiles)]
+pub fn model_files() -> String {
+    crate::model::files::layout_json()
+}
+
 #[wasm_bindgen(js_name = lastPanic)]
 pub fn last_panic() -> String {
     LAST_PANIC.lock().map(|s| s.clone()).unwrap_or_default()
@@ -170,8 +177,7 @@ impl WebEngine {
 
     /// Milliseconds per GPU kernel (JSON object, `null` without timestamp queries), or per
     /// kind of op on the CPU path, of one forward over `text`, for profiling in a browser.
-    #[wasm_bindgen(js_name = debugProfile)]
-    pub fn debug_profile(&self, text: String) -> js_sys::Promise {
+    pub fn profile(&self, text: String) -> js_sys::Promise {
         self.one_at_a_time(|engine| async move {
             let window = engine.encode(&text, None, Some(usize::MAX))?;
             let kernels: Option<Vec<(String, f64)>> = if engine.has_gpu() {
@@ -216,12 +222,14 @@ impl WebEngine {
 
 /// Panics on purpose, so tests can check that a trapped instance is replaced. Never called
 /// by the library itself.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen(js_name = debugTrap)]
 pub fn debug_trap() {
     panic!("debugTrap called");
 }
 
 /// As [`debug_trap`], inside a future (how a WebGPU call would trap).
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen(js_name = debugTrapAsync)]
 pub fn debug_trap_async() -> js_sys::Promise {
     wasm_bindgen_futures::future_to_promise(async { panic!("debugTrapAsync called") })

@@ -19,11 +19,12 @@ try {
     await page.goto(`${server.url}/index.html?profile`);
     const out = await page.evaluate(async ({ model, task, threads, tokens, runs, serialThreadsBuild }) => {
       const { pipeline } = await import('/pkg/webert.js');
+      const { testHooks } = await import('/pkg/testing.js');
       const p = await pipeline(task, `/models/${model}/`, { cache: false, device: 'cpu', threads: serialThreadsBuild ? 2 : threads });
-      if (serialThreadsBuild) await p.debugThreads(1);
+      if (serialThreadsBuild) await testHooks(p).threads(1);
       const text = Array.from({ length: tokens }, (_, i) => `w${i % 50}`).join(' ');
       const enc = [];
-      for (let i = 0; i < runs + 1; i++) enc.push(await p.debugProfile(text));
+      for (let i = 0; i < runs + 1; i++) enc.push(await p.profile(text));
       await p.dispose();
       return { threads: p.info.threads, profiles: enc.slice(1) };
     }, { model, task, threads, tokens: Number(arg('tokens', 128)) / 2, runs: Number(arg('runs', 5)), serialThreadsBuild });

@@ -38,10 +38,10 @@ after(async () => {
 test('the packed package holds ESM, types, worker and wasm, with exports', () => {
   const pkg = join(app, 'node_modules/webert');
   const files = readdirSync(pkg).sort();
-  for (const f of ['package.json', 'README.md', 'webert.js', 'webert.d.ts', 'worker.js', 'lane.js', 'core.js', 'files.js', 'simd.js', 'webert_wasm.js', 'webert_wasm_bg.wasm', 'webert_wasm_relaxed_bg.wasm', 'thread.js', 'webert_wasm_threads.js', 'webert_wasm_threads_bg.wasm']) {
+  for (const f of ['package.json', 'README.md', 'webert.js', 'webert.d.ts', 'testing.js', 'testing.d.ts', 'sharing.js', 'host.js', 'lane.js', 'worker.js', 'handler.js', 'model.js', 'hooks.js', 'runtime.js', 'pool.js', 'warmup.js', 'files.js', 'simd.js', 'webert_wasm.js', 'webert_wasm_bg.wasm', 'webert_wasm_relaxed_bg.wasm', 'thread.js', 'webert_wasm_threads.js', 'webert_wasm_threads_bg.wasm']) {
     assert.ok(files.includes(f), `${f} missing from the package: ${files}`);
   }
-  assert.deepEqual(Object.keys(JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").exports)'], { cwd: pkg }))), ['.', './webert_wasm_bg.wasm', './webert_wasm_relaxed_bg.wasm', './webert_wasm_threads_bg.wasm', './package.json']);
+  assert.deepEqual(Object.keys(JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").exports)'], { cwd: pkg }))), ['.', './testing', './webert_wasm_bg.wasm', './webert_wasm_relaxed_bg.wasm', './webert_wasm_threads_bg.wasm', './package.json']);
 });
 
 test('the .d.ts types a consumer program (tsc --noEmit)', T, () => {
@@ -54,6 +54,16 @@ test('in Node, the installed package runs from its name', T, () => {
   const { entities, backend } = JSON.parse(out);
   assert.equal(backend, NODE_BACKEND);
   assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), entitiesU16(c.text, c.pipeline.first).map((e) => [e.entity_group, e.start, e.end]));
+});
+
+test('the installed package: a pipeline shows no test hooks, webert/testing adds them', T, () => {
+  const out = execFileSync('node', ['surface.mjs', MODELS], { cwd: app, encoding: 'utf8' });
+  const { own, hooks, trap, declared } = JSON.parse(out);
+  assert.deepEqual(own.filter((n) => /debug|trap|lose|lane|hook|threads/i.test(n)), [], `pipeline properties: ${own}`);
+  assert.ok(own.includes('profile'));
+  assert.deepEqual(hooks, ['laneStats', 'loseDevice', 'threads', 'trap', 'trapAsync']);
+  assert.match(trap, /debugTrap called.*instance was restarted/s);
+  assert.deepEqual(declared.filter((n) => /debug|trap|lose|lane|hook|threads/i.test(n)), [], `declared in webert.d.ts: ${declared}`);
 });
 
 async function check(url, what) {

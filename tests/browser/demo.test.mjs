@@ -189,11 +189,12 @@ test('100 overlapping calls from the page all answer correctly; a trap is surviv
   const cases = golden('pii.json').cases;
   const results = await page.evaluate(async (texts) => {
     const { pipeline } = await import('/pkg/webert.js');
+    const { testHooks } = await import('/pkg/testing.js');
     const ner = await pipeline('ner', '/models/pii/');
     const calls = Array.from({ length: 100 }, (_, i) => ner(texts[i % texts.length], { aggregation_strategy: 'first' }));
     const all = await Promise.all(calls);
     let trap = null;
-    await ner.debugTrap().catch((e) => (trap = e.message));
+    await testHooks(ner).trap().catch((e) => (trap = e.message));
     const after = await ner(texts[0], { aggregation_strategy: 'first' });
     return { all, trap, after };
   }, cases.map((c) => c.text));
@@ -205,20 +206,22 @@ test('the express lane (shared memory): answers as by message, queued calls, a t
   const cases = golden('pii.json').cases;
   const r = await page.evaluate(async (texts) => {
     const { pipeline } = await import('/pkg/webert.js');
+    const { testHooks } = await import('/pkg/testing.js');
+    const laneStats = (p) => testHooks(p).laneStats();
     // The worker waits on the lane once it has handled its last message (and warmed up: a first
     // call ends that).
     const settle = () => new Promise((ok) => setTimeout(ok, 200));
     const onLane = async (p, call) => {
       for (let i = 0; i < 50; i++, await settle()) {
-        const before = p.debugLane().answered;
+        const before = laneStats(p).answered;
         await call();
-        if (p.debugLane().answered > before) return p.debugLane();
+        if (laneStats(p).answered > before) return laneStats(p);
       }
       throw new Error('no call took the lane');
     };
     const opts = { aggregation_strategy: 'first' };
     const ner = await pipeline('ner', '/models/pii/', { cache: false }); // its own worker
-    const since = (base) => ({ answered: ner.debugLane().answered - base.answered, refused: ner.debugLane().refused - base.refused });
+    const since = (base) => ({ answered: laneStats(ner).answered - base.answered, refused: laneStats(ner).refused - base.refused });
     const base = await onLane(ner, () => ner(texts[0], opts));
     const all = [];
     for (let i = 0; i < 8; i++) all.push(await ner(texts[i % texts.length], opts));
@@ -228,7 +231,7 @@ test('the express lane (shared memory): answers as by message, queued calls, a t
     const mixed = since(base);
     await settle();
     let trap = null;
-    await ner.debugTrap().catch((e) => (trap = e.message));
+    await testHooks(ner).trap().catch((e) => (trap = e.message));
     const trapped = since(base);
     const after = await ner(texts[0], opts); // refused by the lane (no model), reloaded by message
     const reloaded = since(base);
@@ -241,7 +244,7 @@ test('the express lane (shared memory): answers as by message, queued calls, a t
     const none = { pooling: 'none' };
     const big = await fx(long, none);
     const same = JSON.stringify(big) === JSON.stringify(await local(long, none));
-    const bigLane = { answered: fx.debugLane().answered - fxBase.answered, refused: fx.debugLane().refused - fxBase.refused };
+    const bigLane = { answered: laneStats(fx).answered - fxBase.answered, refused: laneStats(fx).refused - fxBase.refused };
     await settle();
     const running = fx(long, none).then(() => 'answered', (e) => e.message);
     fx.dispose();
@@ -266,11 +269,12 @@ test('the threads build: 2 threads answer the goldens, bit for bit as 1 thread, 
   await fresh.goto(`${server.url}/pkg/README.md`);
   const r = await fresh.evaluate(async (texts) => {
     const { pipeline } = await import('/pkg/webert.js');
+    const { testHooks } = await import('/pkg/testing.js');
     const ner = await pipeline('ner', '/models/pii/', { threads: 2 });
     const calls = Array.from({ length: 20 }, (_, i) => ner(texts[i % texts.length], { aggregation_strategy: 'first' }));
     const all = await Promise.all(calls);
     let trap = null;
-    await ner.debugTrap().catch((e) => (trap = e.message));
+    await testHooks(ner).trap().catch((e) => (trap = e.message));
     const after = await ner(texts[0], { aggregation_strategy: 'first' });
     const text = texts.join(' ');
     const one = await pipeline('feature-extraction', '/models/minilm/', { threads: 1 });
@@ -490,16 +494,17 @@ test('auto on a GPU: a forced device loss falls back to the CPU and still answer
   const c = golden('pii.json').cases.find((x) => x.name === 'names_email');
   const r = await page.evaluate(async (text) => {
     const { pipeline } = await import('/pkg/webert.js');
+    const { testHooks } = await import('/pkg/testing.js');
     // allowFallbackAdapter: let auto take SwiftShader, the only adapter here; probe: false, keep
     // it although the CPU is faster.
     const ner = await pipeline('ner', '/models/pii/', { device: 'auto', allowFallbackAdapter: true, probe: false });
     const pick = (es) => ({ backend: es.backend, entities: es.map((e) => [e.entity_group, e.start, e.end, e.score]) });
     const gpu = pick(await ner(text, { aggregation_strategy: 'first' }));
-    await ner.debugLoseDevice();
+    await testHooks(ner).loseDevice();
     const cpu = pick(await ner(text, { aggregation_strategy: 'first' }));
     const failure = ner.gpuFailure;
     let trap = null;
-    await ner.debugTrapAsync().catch((e) => (trap = e.message));
+    await testHooks(ner).trapAsync().catch((e) => (trap = e.message));
     const after = pick(await ner(text, { aggregation_strategy: 'first' }));
     ner.dispose();
     return { gpu, cpu, failure, trap, after, adapter: ner.adapter };

@@ -12,6 +12,7 @@ import {
 import { serve } from '../../scripts/serve.mjs';
 
 const { pipeline } = await import(join(PKG, 'webert.js'));
+const { testHooks } = await import(join(PKG, 'testing.js'));
 requireModels();
 
 const STRATEGIES = ['none', 'simple', 'first', 'average', 'max'];
@@ -241,9 +242,48 @@ test('hostile texts never kill the module', async () => {
 });
 
 test('a trapped WebAssembly instance is replaced and the model reloaded', async () => {
-  await assert.rejects(pii.debugTrap(), /internal error \(panicked at .*debugTrap called\); the WebAssembly instance was restarted/s);
+  await assert.rejects(testHooks(pii).trap(), /internal error \(panicked at .*debugTrap called\); the WebAssembly instance was restarted/s);
   const c = golden('pii.json').cases[0];
   assertEntities('after a trap', c.text, await pii(c.text, { aggregation_strategy: 'first' }), c.pipeline.first);
   const ranked = await minilm.rank('bread', ['sourdough loaves', 'stock market']);
   assert.equal(ranked[0].corpus_id, 0);
+});
+
+test('a pipeline shows no test hooks; webert/testing adds them; profile() is public', async () => {
+  const names = (o) => [...Object.getOwnPropertyNames(o), ...Object.getOwnPropertySymbols(o).map(String)];
+  for (const p of [pii, minilm]) {
+    const hidden = names(p).filter((n) => /debug|trap|lose|lane|hook|threads/i.test(n));
+    assert.deepEqual(hidden, [], 'hook-like properties on a pipeline');
+  }
+  assert.deepEqual(Object.keys(testHooks(pii)).sort(), ['laneStats', 'loseDevice', 'threads', 'trap', 'trapAsync']);
+  assert.equal(testHooks(pii).laneStats(), null); // no worker in Node
+  assert.equal(await testHooks(minilm).threads(1), 1);
+  assert.throws(() => testHooks({}), /testHooks\(\) takes a pipeline/);
+  assert.throws(() => testHooks(null), TypeError);
+  const profile = await minilm.profile('where does the time go');
+  const kinds = Object.keys(profile);
+  assert.ok(kinds.length > 0 && Object.values(profile).every((ms) => Number.isFinite(ms) && ms >= 0), JSON.stringify(profile));
+  await assert.rejects(minilm.profile(42), /text must be a string/);
+  const dts = readFileSync(join(PKG, 'webert.d.ts'), 'utf8');
+  assert.doesNotMatch(dts, /debug|trap|loseDevice|laneStats|testHooks/i);
+  assert.match(dts, /\bprofile\(text: string\)/);
+});
+
+test('webert/testing says so when the build has no test hooks', async () => {
+  // A build without the cargo feature `test-hooks`, as far as its glue shows: no debugTrap or
+  // debugTrapAsync, no WebEngine.debugLoseDevice.
+  const { runtime } = await import(join(PKG, 'runtime.js'));
+  const { glue } = runtime;
+  const { debugTrap: _t, debugTrapAsync: _a, ...plain } = glue;
+  plain.WebEngine = { prototype: {} };
+  runtime.glue = plain;
+  try {
+    for (const hook of ['trap', 'trapAsync', 'loseDevice']) {
+      await assert.rejects(testHooks(pii)[hook](), /no test hooks; build the package with the cargo feature `test-hooks`/, hook);
+    }
+  } finally {
+    runtime.glue = glue;
+  }
+  const c = golden('pii.json').cases[0];
+  assertEntities('after the refused hooks', c.text, await pii(c.text), c.pipeline.none);
 });

@@ -4,37 +4,26 @@
 
 const CACHE_NAME = 'webert-models-v1';
 const MANIFEST = '.webert-files.json';
-const TEXT_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
-const REQUIRED = ['config.json', 'tokenizer.json'];
-// Weights in order of preference, as the Rust loader ranks them.
-const WEIGHTS = [
-  'model.safetensors',
-  'onnx/model.onnx',
-  'onnx/model_fp16.onnx',
-  'onnx/model_quantized.onnx',
-  'onnx/model_int8.onnx',
-  'onnx/model_uint8.onnx',
-  'onnx/model_q4.onnx',
-  'onnx/model_q4f16.onnx',
-  'onnx/model_bnb4.onnx',
-];
+// Which files to read comes from the engine (`modelFiles()` of the wasm glue), as a layout
+// `{ required, text, weights }`: the files a folder must have, the text files read when
+// present, and the weight files in the engine's order of preference.
 
 export const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 
 /** The files of `names` that the engine needs: config, tokenizer, and one set of weights. */
-export function pickFiles(names, weights) {
+export function pickFiles(names, weights, layout) {
   const has = new Set(names);
-  for (const r of REQUIRED) {
+  for (const r of layout.required) {
     if (!has.has(r)) throw new Error(`the model folder has no ${r} (found: ${names.join(', ') || 'nothing'})`);
   }
-  const picked = TEXT_FILES.filter((n) => has.has(n));
+  const picked = layout.text.filter((n) => has.has(n));
   if (weights) {
     if (!has.has(weights)) throw new Error(`the model folder has no ${weights}`);
     return [...picked, weights];
   }
   const shards = names.filter((n) => n.endsWith('.safetensors')).sort();
   if (shards.length) return [...picked, ...shards];
-  const onnx = WEIGHTS.find((w) => has.has(w)) ?? names.find((n) => n.endsWith('.onnx'));
+  const onnx = layout.weights.find((w) => has.has(w)) ?? names.find((n) => n.endsWith('.onnx'));
   if (!onnx) {
     throw new Error('the model folder has no weights: expected model.safetensors, *.safetensors shards or onnx/model*.onnx');
   }
@@ -77,14 +66,14 @@ class Progress {
  * All files for a model source, as `[{ name, bytes }]`, with `origin` for error messages and
  * `again` (a function returning the same source for a reload).
  */
-export async function gatherFiles(source, opts = {}, report) {
+export async function gatherFiles(source, opts, report, layout) {
   const progress = new Progress(report);
   if (typeof source === 'string' || source instanceof URL) {
     const s = String(source);
-    if (isNode && !/^(https?|data|blob):/.test(s)) return fromNodeDir(s, opts, progress);
-    return fromUrl(s, opts, progress);
+    if (isNode && !/^(https?|data|blob):/.test(s)) return fromNodeDir(s, opts, progress, layout);
+    return fromUrl(s, opts, progress, layout);
   }
-  return fromEntries(source, opts, progress);
+  return fromEntries(source, opts, progress, layout);
 }
 
 /** `name → data` entries from a FileList, a File[] (folder picker paths), or a plain object. */
@@ -107,10 +96,10 @@ function normalizeName(name, all) {
   return all.includes(name) ? name : name.replace(/^onnx\//, '');
 }
 
-async function fromEntries(source, opts, progress) {
+async function fromEntries(source, opts, progress, layout) {
   const entries = entriesOf(source);
   const names = entries.map(([n]) => n);
-  const wanted = pickFiles(names.map((n) => (n.endsWith('.onnx') && !n.includes('/') ? `onnx/${n}` : n)), opts.weights);
+  const wanted = pickFiles(names.map((n) => (n.endsWith('.onnx') && !n.includes('/') ? `onnx/${n}` : n)), opts.weights, layout);
   const files = [];
   for (const want of wanted) {
     const name = normalizeName(want, names);
@@ -128,7 +117,7 @@ async function fromEntries(source, opts, progress) {
   return { origin, files };
 }
 
-async function fromNodeDir(dir, opts, progress) {
+async function fromNodeDir(dir, opts, progress, layout) {
   const fsName = 'node:fs/promises';
   const pathName = 'node:path';
   const fs = await import(/* @vite-ignore */ fsName);
@@ -144,7 +133,7 @@ async function fromNodeDir(dir, opts, progress) {
   };
   const names = [...(await list('')), ...(await list('onnx')).map((n) => `onnx/${n}`)];
   const files = [];
-  for (const name of pickFiles(names, opts.weights)) {
+  for (const name of pickFiles(names, opts.weights, layout)) {
     const bytes = new Uint8Array(await fs.readFile(path.join(root, name)));
     await checkHash(name, bytes, opts.sha256, path.join(root, name));
     progress.update(name, bytes.byteLength, bytes.byteLength);
@@ -203,7 +192,7 @@ async function readBody(res, url, name, progress, signal) {
   return out;
 }
 
-async function fromUrl(base, opts, progress) {
+async function fromUrl(base, opts, progress, layout) {
   const where = typeof location !== 'undefined' ? location.href : undefined;
   const root = new URL(base.endsWith('/') ? base : `${base}/`, where);
   const signal = opts.signal;
@@ -241,9 +230,12 @@ async function fromUrl(base, opts, progress) {
   if (known) {
     await Promise.all(known.map((n) => load(n, false)));
   } else {
-    await load('config.json', false); // first: its absence says best that this is no model folder
-    await Promise.all([load('tokenizer.json', false), load('tokenizer_config.json', true)]);
-    await findWeights(opts.weights, load, root, signal);
+    // config.json first: its absence says best that this is no model folder.
+    const [first, ...required] = layout.required;
+    await load(first, false);
+    const optional = layout.text.filter((n) => !layout.required.includes(n));
+    await Promise.all([...required.map((n) => load(n, false)), ...optional.map((n) => load(n, true))]);
+    await findWeights(opts.weights, load, root, signal, layout.weights);
     if (cache) {
       const all = manifest ? await cache.match(manifestUrl).then((r) => r.json()) : {};
       all[key] = [...files.keys()];
@@ -255,12 +247,12 @@ async function fromUrl(base, opts, progress) {
 }
 
 /** Tries the weight files in order of preference; sharded safetensors via their index. */
-async function findWeights(weights, load, root, signal) {
+async function findWeights(weights, load, root, signal, preference) {
   if (weights) {
     await load(weights, false);
     return;
   }
-  for (const name of WEIGHTS) {
+  for (const name of preference) {
     signal?.throwIfAborted();
     if (name === 'onnx/model.onnx') {
       const index = await get(new URL('model.safetensors.index.json', root).href, signal, true);

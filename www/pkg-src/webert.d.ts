@@ -115,21 +115,13 @@ interface PipelineBase {
   readonly info: ModelInfo;
   /** Stops the worker (when no other pipeline shares the model) and frees the model. */
   dispose(): void;
-  /** Makes the WebAssembly instance panic, to test recovery; the next call reloads the model. */
-  debugTrap(): Promise<void>;
-  /** As `debugTrap`, inside an async call (how a WebGPU call would trap). */
-  debugTrapAsync(): Promise<void>;
-  /** Destroys the WebGPU device as a lost device would be, to test the fallback. */
-  debugLoseDevice(): Promise<void>;
-  /** Milliseconds per GPU kernel (WebGPU with timestamp queries; else null), or per kind of op on the CPU, of one forward over `text`. */
-  debugProfile(text: string): Promise<Record<string, number> | null>;
-  /** Sets the thread count of this model's WebAssembly instance (tests and profiling); resolves to the count in force. */
-  debugThreads(n: number): Promise<number>;
   /**
-   * Calls the worker's express lane answered, and refused (those went on by message), on a
-   * cross-origin isolated page; null where there is no lane (no worker, not isolated).
+   * Where one forward over `text` spends its time, for profiling: milliseconds per GPU kernel
+   * on WebGPU (null where the adapter has no timestamp queries), or per kind of op on the CPU;
+   * on more than one thread, the `pool: …` entries are counts of the thread pool's tasks, loops
+   * and spins, not milliseconds. Runs after the calls queued before it.
    */
-  debugLane(): { answered: number; refused: number } | null;
+  profile(text: string): Promise<Record<string, number> | null>;
 }
 
 /** `true` cuts at the model's limit, a number at that many tokens; otherwise long inputs are an error. */

@@ -3,158 +3,19 @@
 // In browsers the model lives in a module worker (the page never freezes); in Node, or with
 // `worker: false`, it runs in the calling thread.
 
-import { Model, webgpuAdapter } from './core.js';
-import { clearCache, isNode } from './files.js';
-import { laneSupported, PageLane, REFUSED, VALUE } from './lane.js';
+import { clearCache } from './files.js';
+import { HOST } from './host.js';
+import { laneRequest } from './lane.js';
+import { webgpuAdapter } from './runtime.js';
+import { acquire, release } from './sharing.js';
 
 export { clearCache, webgpuAdapter };
 
 const ALIASES = { ner: 'token-classification', 'sentiment-analysis': 'text-classification' };
-// The head each task needs (`info.task` of the loaded model); null: any encoder.
-const HEADS = {
-  'text-classification': 'text-classification',
-  'token-classification': 'token-classification',
-  'question-answering': 'question-answering',
-  'fill-mask': 'fill-mask',
-  'feature-extraction': null,
-  'zero-shot-classification': null,
-};
 
 /** Whether this browser exposes a WebGPU adapter (fallback adapters included). */
 export async function webgpuAvailable() {
   return (await webgpuAdapter()) !== null;
-}
-
-class WorkerHost {
-  constructor() {
-    this.worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'webert' });
-    this.next = 0;
-    this.pending = new Map();
-    this.worker.onmessage = ({ data }) => {
-      if (data.lane !== undefined) return this.lane?.delivered(data.lane);
-      const p = this.pending.get(data.id);
-      if (!p) return;
-      if (data.progress) return p.onProgress?.(data.progress);
-      this.pending.delete(data.id);
-      if (data.error) p.reject(errorFrom(data.error));
-      else p.resolve(data.result);
-    };
-    this.worker.onerror = (e) => {
-      e.preventDefault?.();
-      this.fail(new Error(`webert worker failed: ${e.message || 'could not start (is worker.js served as JavaScript?)'}`));
-    };
-    this.lane = laneSupported() ? new PageLane() : null;
-    this.laneStats = this.lane ? { answered: 0, refused: 0 } : null;
-    if (this.lane) this.post({ op: 'lane', buffer: this.lane.buffer });
-  }
-
-  post(msg) {
-    this.lane?.posting();
-    this.worker.postMessage(msg);
-  }
-
-  send(msg, onProgress, byMessage = false) {
-    if (this.dead) return Promise.reject(this.dead);
-    // Calls (and the trap test hook) take the express lane when nothing is ahead of them.
-    const lane = msg.op === 'call' ? () => `${msg.task}\n${JSON.stringify(msg.request)}` : msg.what === 'trap' ? () => 'debug:trap\n' : null;
-    if (lane && this.lane && !byMessage && this.pending.size === 0) {
-      const answer = this.lane.call(lane, () => !this.dead);
-      if (answer) return this.fromLane(answer, msg, onProgress);
-    }
-    const id = this.next++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onProgress });
-      this.post({ ...msg, id });
-    });
-  }
-
-  fromLane(answer, msg, onProgress) {
-    return new Promise((resolve, reject) => {
-      this.laneReject = reject; // for `fail`, while the lane has it
-      answer.then((r) => {
-        if (this.laneReject === reject) this.laneReject = null;
-        if (this.dead) return reject(this.dead);
-        this.laneStats[r.kind === REFUSED ? 'refused' : 'answered']++;
-        if (r.kind === REFUSED) return this.send(msg, onProgress, true).then(resolve, reject);
-        const value = JSON.parse(r.text);
-        if (r.kind === VALUE) resolve(value);
-        else reject(errorFrom(value));
-      }).catch(reject);
-    });
-  }
-
-  fail(err) {
-    this.dead = err;
-    for (const p of this.pending.values()) p.reject(err);
-    this.pending.clear();
-    this.laneReject?.(err);
-    this.worker.terminate();
-  }
-}
-
-function errorFrom({ name, message }) {
-  return Object.assign(new Error(message), { name: name ?? 'Error' });
-}
-
-class LocalHost {
-  async send(msg, onProgress) {
-    if (this.dead) throw this.dead;
-    switch (msg.op) {
-      case 'load':
-        this.model = new Model(msg.source, msg.options);
-        return this.model.load(onProgress);
-      case 'call':
-        return this.model.call(msg.task, msg.request);
-      case 'debug':
-        return this.model.debug(msg.what);
-    }
-  }
-
-  fail(err) {
-    this.dead = err;
-    this.model?.dispose();
-  }
-}
-
-const shared = new Map();
-
-/** Starts a host and loads the model; URL models are shared by pipelines with equal options. */
-function acquire(model, options, onProgress) {
-  const inWorker = options.worker ?? (!isNode && typeof Worker !== 'undefined');
-  const { signal, onProgress: _p, progress_callback: _c, ...rest } = options;
-  const isUrl = typeof model === 'string' || model instanceof URL;
-  let source = model;
-  if (isUrl && typeof location !== 'undefined' && !/^[a-z]+:/i.test(String(model))) {
-    source = new URL(String(model), location.href).href; // the worker's base URL differs
-  } else if (isUrl) {
-    source = String(model);
-  } else if (inWorker && typeof FileList !== 'undefined' && model instanceof FileList) {
-    source = [...model];
-  }
-  const key = isUrl && !signal ? JSON.stringify([source, inWorker, rest]) : null;
-  const existing = key && shared.get(key);
-  if (existing) {
-    existing.refs++;
-    return existing;
-  }
-  const host = inWorker ? new WorkerHost() : new LocalHost();
-  const entry = { host, refs: 1, key };
-  entry.ready = host.send({ op: 'load', source, options: inWorker ? rest : { ...rest, signal } }, onProgress);
-  if (signal) {
-    const abort = () => host.fail(signal.reason ?? new DOMException('model loading aborted', 'AbortError'));
-    signal.addEventListener('abort', abort, { once: true });
-    entry.ready.finally(() => signal.removeEventListener('abort', abort)).catch(() => {});
-    if (signal.aborted) abort();
-  }
-  if (key) shared.set(key, entry);
-  entry.ready.catch(() => key && shared.get(key) === entry && shared.delete(key));
-  return entry;
-}
-
-function release(entry) {
-  if (--entry.refs > 0) return;
-  if (entry.key && shared.get(entry.key) === entry) shared.delete(entry.key);
-  entry.host.fail(new Error('the pipeline was disposed'));
 }
 
 function text(t, what = 'text') {
@@ -222,14 +83,16 @@ export async function pipeline(task, model, options = {}) {
     release(entry);
     throw e;
   }
-  const head = HEADS[kind];
-  if (head && info.task !== head) {
+  // The engine's task registry says which tasks this model runs (`info.tasks`).
+  if (!info.tasks.includes(kind)) {
     release(entry);
     throw new Error(`this model cannot do ${kind}: it is a ${info.model_type} model with a ${info.task} head`);
   }
+  const { host } = entry;
   const call = (wasmTask) => async (request, single) => {
     const t0 = performance.now();
-    const { value, ms, backend, gpu_failure } = await entry.host.send({ op: 'call', task: wasmTask, request });
+    const lane = () => laneRequest('call', wasmTask, JSON.stringify(request));
+    const { value, ms, backend, gpu_failure } = await host.send({ op: 'call', task: wasmTask, request }, { lane });
     state.backend = backend;
     state.gpu_failure = gpu_failure;
     return withMeta(single ? value[0] : value, { backend, ms, wall_ms: performance.now() - t0 });
@@ -249,6 +112,7 @@ export async function pipeline(task, model, options = {}) {
   Object.defineProperties(fn, {
     backend: { get: () => state.backend, enumerable: true },
     gpuFailure: { get: () => state.gpu_failure ?? null, enumerable: true },
+    [HOST]: { value: host }, // for testing.js
   });
   return Object.assign(fn, {
     task: kind,
@@ -259,12 +123,6 @@ export async function pipeline(task, model, options = {}) {
       if (!disposed) release(entry);
       disposed = true;
     },
-    debugTrap: () => entry.host.send({ op: 'debug', what: 'trap' }),
-    debugTrapAsync: () => entry.host.send({ op: 'debug', what: 'trap-async' }),
-    debugLoseDevice: () => entry.host.send({ op: 'debug', what: 'lose-device' }),
-    debugProfile: (text) => entry.host.send({ op: 'debug', what: `profile:${text}` }),
-    debugThreads: (n) => entry.host.send({ op: 'debug', what: `threads:${n}` }),
-    /** Calls the express lane answered and refused (sent on by message); null without a lane. */
-    debugLane: () => (entry.host.laneStats ? { ...entry.host.laneStats } : null),
+    profile: async (t) => host.send({ op: 'profile', text: text(t) }),
   });
 }

@@ -1,5 +1,6 @@
 // Compiled with `tsc --noEmit` against the packed package's webert.d.ts.
 import { pipeline, type Entity, type LabelScore, type Ranked } from 'webert';
+import { testHooks } from 'webert/testing';
 
 const ner = await pipeline('token-classification', '/models/pii/', { onProgress: (p) => p.stage, device: 'auto' });
 const one = await ner('text', { aggregation_strategy: 'first' });
@@ -17,4 +18,10 @@ const ranked: Ranked[] = await embed.rank('q', ['d']);
 const qa = await pipeline('question-answering', { 'config.json': new ArrayBuffer(0) });
 const [answer] = await qa('q?', 'context', { top_k: 1 });
 const start: number = answer.start;
-export { first, nested, many, backend, ms, labels, vec, states, ranked, start };
+const profile: Record<string, number> | null = await ner.profile('text');
+// @ts-expect-error: a pipeline has no test hooks; webert/testing adds them
+await ner.debugTrap();
+const threads: number = await testHooks(embed).threads(1);
+const lane: { answered: number } | null = testHooks(ner).laneStats();
+await testHooks(qa).trap();
+export { first, nested, many, backend, ms, labels, vec, states, ranked, start, profile, threads, lane };

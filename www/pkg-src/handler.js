@@ -1,0 +1,45 @@
+// Where the model lives (its worker, or the calling thread): the one handler of what a pipeline
+// asks, by message or, at once, on the express lane (lane.js).
+
+import { runHook, runHookNow } from './hooks.js';
+import { parseLaneRequest } from './lane.js';
+import { Model } from './model.js';
+
+export class Handler {
+  constructor() {
+    this.model = null;
+  }
+
+  /** One message from the page; `progress` gets the load's progress events. */
+  async handle({ op, source, options, task, request, text, hook, arg }, progress) {
+    switch (op) {
+      case 'load':
+        this.model = new Model(source, options);
+        return this.model.load(progress);
+      case 'call':
+        return this.model.call(task, request);
+      case 'profile':
+        return this.model.profile(text);
+      case 'hook':
+        return runHook(this.model, hook, arg);
+      default:
+        throw new Error(`unknown webert message ${op}`);
+    }
+  }
+
+  /**
+   * A lane request (`laneRequest`) answered at once: a call's `{ json, ms, backend, gpu_failure }`
+   * with the engine's JSON text, or null when it must go by message.
+   */
+  handleNow(text) {
+    if (!this.model?.readyNow()) return null;
+    const { op, name, body } = parseLaneRequest(text);
+    if (op === 'call') return this.model.callNow(name, body);
+    if (op === 'hook') return runHookNow(this.model, name);
+    return null;
+  }
+
+  dispose() {
+    this.model?.dispose();
+  }
+}

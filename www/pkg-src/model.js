@@ -1,0 +1,156 @@
+// One loaded model where the computation happens: builds the engine from the model's files on
+// WebGPU or the CPU, runs its calls one at a time in order, and loads it again after a trap
+// restarted the WebAssembly instance.
+
+import { gatherFiles } from './files.js';
+import { defaultThreads, runtime, webgpuAdapter } from './runtime.js';
+import { IdleWarmUp, warmHelpers } from './warmup.js';
+
+export class Model {
+  /** @param source model folder URL, File[] / FileList, or name → bytes object */
+  constructor(source, options = {}) {
+    this.source = source;
+    this.options = options;
+    this.engine = null;
+    this.info = null;
+    this.queue = Promise.resolve();
+    this.queued = 0;
+    this.idleWarmUp = new IdleWarmUp();
+  }
+
+  /** Downloads or reads the files and builds the engine. `report` gets progress events. */
+  async load(report) {
+    const threads = Math.max(1, Math.floor(this.options.threads ?? defaultThreads()));
+    const threadsInUse = await runtime.start(report, threads);
+    const layout = JSON.parse(runtime.glue.modelFiles());
+    const { origin, files } = await gatherFiles(this.source, this.options, report, layout);
+    this.options.signal?.throwIfAborted();
+    if (typeof this.source !== 'string' && !(this.source instanceof URL)) {
+      // Keep re-readable files for a reload after a trap: the given Files/Blobs, else copies as
+      // Blobs (which may live outside the JS heap) so that the caller's buffers can be freed.
+      this.source = Object.fromEntries(files.map((f) => [f.name, f.blob ?? new Blob([f.bytes])]));
+    }
+    const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
+    report?.({ stage: 'compile', bytes: total, total });
+    const loader = new runtime.glue.ModelLoader(origin);
+    for (const f of files) loader.add(f.name, f.bytes);
+    files.length = 0;
+    const device = this.options.device ?? 'auto';
+    const allowFallback = !!this.options.allowFallbackAdapter;
+    const adapter = device === 'cpu' ? null : await webgpuAdapter();
+    // `upload` covers setting WebGPU up and, under auto, timing it against the CPU.
+    if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
+    try {
+      const quantized = this.options.quantized ?? 'int';
+      this.engine = await runtime.guarded(loader.load(device, allowFallback, this.options.probe !== false, quantized));
+      this.generation = runtime.generation;
+    } catch (e) {
+      throw this.recover(e);
+    }
+    this.info = JSON.parse(this.engine.info());
+    this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
+    if (this.info.threads > 1 && !runtime.helpers.warm) {
+      await warmHelpers(this.engine, this.info.max_length);
+      runtime.helpers.warm = true;
+    }
+    if (this.engine.hasGpu() && adapter) {
+      this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
+    }
+    report?.({ stage: 'ready', bytes: total, total });
+    this.idleWarmUp.loaded();
+    return this.info;
+  }
+
+  /** Whether the engine is there and belongs to the running instance. */
+  get live() {
+    return !!this.engine && this.generation === runtime.generation;
+  }
+
+  /** Runs one request; calls are answered in order, one at a time. */
+  call(task, request) {
+    this.idleWarmUp.stop();
+    return this.enqueue(async () => {
+      if (!this.live) await this.load();
+      const t0 = performance.now();
+      const json = JSON.stringify(request);
+      const result = this.engine.hasGpu() ? await runtime.guarded(this.engine.call(task, json)) : this.engine.callSync(task, json);
+      return { value: JSON.parse(result), ...this.meta(t0) };
+    });
+  }
+
+  /**
+   * `call` done at once, for a CPU engine that is ready with nothing queued (the worker's express
+   * lane): the result with the engine's JSON text as `json`, or null where `call` must be used.
+   */
+  callNow(task, requestJson) {
+    if (!this.readyNow()) return null;
+    this.idleWarmUp.stop();
+    try {
+      const t0 = performance.now();
+      const json = this.engine.callSync(task, requestJson);
+      return { json, ...this.meta(t0) };
+    } catch (e) {
+      throw this.recover(e);
+    }
+  }
+
+  /** What a call's result says besides its value, for a call started at `t0`. */
+  meta(t0) {
+    return { ms: performance.now() - t0, backend: this.engine.backend(), gpu_failure: this.engine.gpuFailure() };
+  }
+
+  /** Milliseconds per GPU kernel or per kind of CPU op of one forward over `text`. */
+  profile(text) {
+    return this.enqueue(async () => {
+      if (!this.live) await this.load();
+      return JSON.parse(await runtime.guarded(this.engine.profile(text)));
+    });
+  }
+
+  /** Whether `callNow` can answer now. */
+  readyNow() {
+    return !this.queued && this.live && !this.engine.hasGpu();
+  }
+
+  /** The idle warm-up's next step (warmup.js): milliseconds until the one after, or -1 when done. */
+  warmStep() {
+    if (!this.readyNow()) return -1;
+    try {
+      return this.idleWarmUp.step(this.engine, this.info.max_length);
+    } catch (e) {
+      this.idleWarmUp.stop(); // a trap restarts the instance; the next call reloads the model
+      this.recover(e);
+      return -1;
+    }
+  }
+
+  /** Runs `work` after everything queued before it; a trap in it restarts the instance. */
+  enqueue(work) {
+    const run = async () => {
+      try {
+        return await work();
+      } catch (e) {
+        throw this.recover(e);
+      }
+    };
+    this.queued++;
+    const result = this.queue.then(run, run).finally(() => this.queued--);
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  dispose() {
+    if (this.live) this.engine.free();
+    this.engine = null;
+  }
+
+  /**
+   * `e` as an Error; after a trap, the instance is restarted (its Rust state is undefined) and
+   * the model is loaded again, from the Cache API or the same files, before the next call.
+   */
+  recover(e) {
+    if (!(e instanceof WebAssembly.RuntimeError)) return e instanceof Error ? e : new Error(String(e));
+    this.engine = null; // its memory belonged to the old instance; never free() it
+    return runtime.restart(e);
+  }
+}

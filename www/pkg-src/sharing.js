@@ -1,0 +1,46 @@
+// The hosts of this context's pipelines: a URL model is loaded once for all pipelines with equal
+// options, and its host ends with the last of them.
+
+import { isNode } from './files.js';
+import { LocalHost, WorkerHost } from './host.js';
+
+const shared = new Map();
+
+/** Starts a host and loads the model: `{ host, ready }`, `ready` resolving to the model's info. */
+export function acquire(model, options, onProgress) {
+  const inWorker = options.worker ?? (!isNode && typeof Worker !== 'undefined');
+  const { signal, onProgress: _p, progress_callback: _c, ...rest } = options;
+  const isUrl = typeof model === 'string' || model instanceof URL;
+  let source = model;
+  if (isUrl && typeof location !== 'undefined' && !/^[a-z]+:/i.test(String(model))) {
+    source = new URL(String(model), location.href).href; // the worker's base URL differs
+  } else if (isUrl) {
+    source = String(model);
+  } else if (inWorker && typeof FileList !== 'undefined' && model instanceof FileList) {
+    source = [...model];
+  }
+  const key = isUrl && !signal ? JSON.stringify([source, inWorker, rest]) : null;
+  const existing = key && shared.get(key);
+  if (existing) {
+    existing.refs++;
+    return existing;
+  }
+  const host = inWorker ? new WorkerHost() : new LocalHost();
+  const entry = { host, refs: 1, key };
+  entry.ready = host.send({ op: 'load', source, options: inWorker ? rest : { ...rest, signal } }, { onProgress });
+  if (signal) {
+    const abort = () => host.fail(signal.reason ?? new DOMException('model loading aborted', 'AbortError'));
+    signal.addEventListener('abort', abort, { once: true });
+    entry.ready.finally(() => signal.removeEventListener('abort', abort)).catch(() => {});
+    if (signal.aborted) abort();
+  }
+  if (key) shared.set(key, entry);
+  entry.ready.catch(() => key && shared.get(key) === entry && shared.delete(key));
+  return entry;
+}
+
+export function release(entry) {
+  if (--entry.refs > 0) return;
+  if (entry.key && shared.get(entry.key) === entry) shared.delete(entry.key);
+  entry.host.fail(new Error('the pipeline was disposed'));
+}

@@ -119,7 +119,9 @@ enum EmbedPooling {
 
 fn parse<T: DeserializeOwned>(task: &str, json: &str) -> Result<T> {
     serde_json::from_str(json).map_err(|e| {
+        // The request is JSON the package wrote: where in it says nothing to the caller.
         let e = e.to_string().replace("unknown variant", "unknown value");
+        let e = e.split(" at line ").next().unwrap_or_default();
         Error::Input(format!("{task} options: {e}"))
     })
 }

@@ -220,7 +220,7 @@ test('errors are Error objects with clear messages', async () => {
   await bad('device', pipeline('ner', files, { device: 'gpu0' }), /unknown device "gpu0"/);
   await bad('task', pipeline('summarization', files), /unknown task "summarization"/);
   await bad('option', pii('hi', { agregation_strategy: 'first' }), /unknown field `agregation_strategy`/);
-  await bad('strategy', pii('hi', { aggregation_strategy: 'best' }), /unknown aggregation `best`/);
+  await bad('strategy', pii('hi', { aggregation_strategy: 'best' }), /token-classification options: unknown value `best`, expected one of `none`, `simple`, `first`, `average`, `max`$/);
   await bad('not text', pii(42), /text must be a string/);
   const long = 'word '.repeat(600);
   await bad('too long', minilm(long), /input is \d+ tokens; the model takes at most 512/);

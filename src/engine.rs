@@ -208,9 +208,9 @@ impl Engine {
         Ok(engine)
     }
 
-    /// What a forward for the probe and warm-ups asks for: the head's logits where there is
-    /// a head (what tasks read), else the hidden state.
-    fn full_forward(&self) -> Want {
+    /// What the probe's forwards ask for: the head's logits where there is a head (what
+    /// tasks read), else the hidden state.
+    fn probe_want(&self) -> Want {
         match self.plan.logits {
             Some(_) => Want::Logits,
             None => Want::Hidden,
@@ -225,7 +225,7 @@ impl Engine {
             return;
         }
         let batch = self.probe_batch(tokens);
-        let want = self.full_forward();
+        let want = self.probe_want();
         let cpu_backend = format!("cpu-{}", self.kernel);
         let last_backend = self
             .last_backend

@@ -76,11 +76,6 @@ impl GpuExecutor {
         self.ctx.name()
     }
 
-    /// The longest sequence this executor runs; longer ones are [`GpuErrorKind::UnsupportedShape`].
-    pub fn max_seq_len(&self) -> usize {
-        MAX_SEQ
-    }
-
     /// Whether a batch of `dims` can run here: an `UnsupportedShape` error says why not, and
     /// leaves the device usable for other calls.
     pub fn supports(&self, dims: Dims) -> Result<()> {

@@ -33,9 +33,10 @@ export interface PipelineOptions {
   /**
    * How the CPU path computes with q4 weights (ONNX `MatMulNBits`). `'int'` (default): integer
    * dot products on the weights' 4-bit codes with activations quantized per row and block of
-   * 32, int8 where the engine has relaxed SIMD (about twice the f32 speed; scores move by up to
-   * ~2e-2, labels and spans measured equal on the goldens), int16 elsewhere (scores within
-   * ~1e-4). `'f32'`: dequantized f32 weights, the math of ONNX Runtime. WebGPU computes in
+   * 32, int8 where the engine has relaxed SIMD (faster; scores move by a few hundredths,
+   * labels and spans equal on the goldens), int16 elsewhere (scores within a few ten-thousandths;
+   * figures in the repository's docs/quantization.md). `'f32'`: dequantized f32 weights, the
+   * math of ONNX Runtime. WebGPU computes in
    * f32 (or f16) either way.
    */
   quantized?: 'int' | 'f32';

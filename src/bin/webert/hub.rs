@@ -173,13 +173,9 @@ impl Hub {
             ));
         }
         let mut list = Vec::new();
-        for (file, optional) in [
-            ("config.json", false),
-            ("tokenizer.json", false),
-            ("tokenizer_config.json", true),
-            ("special_tokens_map.json", true),
-        ] {
-            if self.fetch(file, optional)? {
+        // What the engine reads: config.json and tokenizer.json, tokenizer_config.json if there.
+        for file in files::TEXT_FILES {
+            if self.fetch(file, !files::REQUIRED_FILES.contains(file))? {
                 list.push(file.to_string());
             }
         }

@@ -30,11 +30,13 @@ before(async () => {
       'test/tiny-seqcls': { dir: TINY },
       'test/pii': { dir: join(MODELS, 'pii') },
       't/truncated': { dir: TINY, faults: { 'model.safetensors': 'truncate' } },
+      // A QA model under the demo's QA entry's id, with safetensors only (no q8 file).
+      'Xenova/distilbert-base-cased-distilled-squad': { dir: join(ROOT, 'tests/tiny/electra-qa') },
     },
   });
   blank = mkdtempSync(join(tmpdir(), 'webert-hub-page-'));
   writeFileSync(join(blank, 'index.html'), '<!doctype html><meta charset="utf-8"><title>webert hub test</title>');
-  server = await serve({ mounts: { '/': join(ROOT, 'www'), '/blank/': blank } });
+  server = await serve({ mounts: { '/': join(ROOT, 'www'), '/models/': MODELS, '/blank/': blank } });
   browser = await launch({ webgpu: false });
   page = browser.page;
   await page.goto(`${server.url}blank/`);
@@ -98,4 +100,24 @@ test('a cut-off download fails clearly and leaves nothing in the cache', T, asyn
 test('a dtype the model lacks names the ones it has', T, async () => {
   const r = await load('test/pii', { dtype: 'q8' });
   assert.match(r.error ?? '', /model test\/pii \(revision main\) on http:\/\/127\.0\.0\.1:\d+: has no q8 weights \(onnx\/model_quantized\.onnx\); it has: q4 \(onnx\/model_q4\.onnx\)/);
+});
+
+test('demo: Hub entries load by id from the host, and say why they are unavailable offline', T, async () => {
+  const demo = await browser.context.newPage();
+  await demo.goto(`${server.url}?device=cpu&hub=${encodeURIComponent(hub.url)}`);
+  await demo.click('#tab-qa');
+  const entry = '#panel-qa .hub-model[data-id="Xenova/distilbert-base-cased-distilled-squad"]';
+  assert.match(await demo.textContent('#panel-qa .hub-note'), /not tested here/);
+  await demo.click(entry);
+  // The entry asks for q8, which this fixture lacks: the page names the id and what there is.
+  await demo.waitForFunction(() => document.querySelector('#error').textContent.includes('Xenova'), null, { timeout: 60_000 });
+  const error = await demo.textContent('#error');
+  assert.match(error, /Could not load Xenova\/distilbert-base-cased-distilled-squad \(Hugging Face Hub, q8\): .*has no q8 weights .*it has: fp32 \(safetensors\)/);
+  assert.ok(hub.requests('Xenova/distilbert-base-cased-distilled-squad', 'config.json').length > 0);
+  await browser.context.setOffline(true);
+  await demo.waitForFunction((sel) => document.querySelector(sel).disabled, entry);
+  assert.match(await demo.textContent('#panel-qa .hub-note'), /Unavailable: this page is offline/);
+  await browser.context.setOffline(false);
+  await demo.waitForFunction((sel) => !document.querySelector(sel).disabled, entry);
+  await demo.close();
 });

@@ -85,6 +85,13 @@ test('an id loads cross-origin through the redirect, is cached, and loads from t
   const again = await load('test/tiny-seqcls');
   assert.deepEqual(again.out, first.out);
   assert.equal(hub.log.length, n, 'the second load asked the host nothing');
+  const left = await page.evaluate(async (host) => {
+    const { clearCache, env } = await import('/pkg/webert.js');
+    env.remoteHost = host;
+    await clearCache('test/tiny-seqcls');
+    return (await (await caches.open('webert-models-v1')).keys()).map((r) => r.url);
+  }, hub.url);
+  assert.deepEqual(left.filter((u) => u.includes('/test/tiny-seqcls/')), [], 'clearCache(id) removed the id');
 });
 
 test('a cut-off download fails clearly and leaves nothing in the cache', T, async () => {

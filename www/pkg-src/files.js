@@ -63,6 +63,8 @@ class Progress {
  */
 export async function gatherFiles(source, opts, report, layout) {
   const progress = new Progress(report);
+  // An unknown dtype fails before any download (the engine's message lists the known ones).
+  if (opts.dtype != null && !(opts.dtype in layout.dtypes)) layout.pick('', layout.required, opts.dtype);
   if (opts.hub) return fromHub(source, opts, progress, layout);
   if (typeof source === 'string' || source instanceof URL) {
     const s = String(source);
@@ -312,7 +314,6 @@ async function findWeights(opts, load, root, layout, label) {
     await load(weights, false);
     return;
   }
-  if (dtype && !(dtype in layout.dtypes)) layout.pick('', [...layout.required], dtype); // throws: unknown dtype
   const candidates = !dtype ? layout.weights : dtype === 'fp32' ? ['model.safetensors', layout.dtypes.fp32] : [layout.dtypes[dtype]];
   for (const name of candidates) {
     signal?.throwIfAborted();

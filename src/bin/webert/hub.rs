@@ -321,7 +321,9 @@ impl Hub {
                 "{url} answered with an HTML page, not the file"
             )));
         }
-        eprintln!("webert: downloading {} {file}", self.id);
+        let mb = |b: u64| format!("{:.1} MB", b as f64 / 1048576.0);
+        let size = declared.map_or(String::new(), |d| format!(" ({})", mb(d)));
+        eprintln!("webert: downloading {} {file}{size}", self.id);
         let mut body = resp.into_body().into_reader();
         let tmp = self.temp_path(file);
         let cut = |got: u64, why: String| {
@@ -344,6 +346,11 @@ impl Hub {
             if let Err(e) = out.write_all(&buf[..n]) {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(Fault::Fatal(format!("{}: {e}", tmp.display())));
+            }
+            let tenth = |b: u64| declared.map_or(0, |d| b * 10 / d.max(1));
+            // Large files: a line per tenth.
+            if declared.is_some_and(|d| d > 8 << 20) && tenth(got + n as u64) > tenth(got) {
+                eprintln!("webert: {file} {}0%", tenth(got + n as u64).min(10));
             }
             got += n as u64;
         }

@@ -311,7 +311,7 @@ function choose(tab, task, source, name, dtype) {
 for (const div of document.querySelectorAll('.loader')) {
   const tab = div.closest('[role=tabpanel]').id.replace('panel-', '');
   const task = div.dataset.task;
-  const url = el('input', { type: 'text', 'aria-label': 'Model folder URL', placeholder: 'Model folder URL, e.g. https://…/my-model/', value: div.dataset.default ?? '' });
+  const url = el('input', { type: 'text', 'aria-label': 'Model folder URL', placeholder: 'Folder URL (https://…/my-model/) or Hub model id (ORG/NAME)', value: div.dataset.default ?? '' });
   const load = el('button', { type: 'button' }, 'Load URL');
   const pick = el('input', { type: 'file', webkitdirectory: true, multiple: true });
   const drop = el('div', { class: 'drop', tabindex: '0', role: 'note' }, 'or drop a model folder here');

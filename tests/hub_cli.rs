@@ -229,6 +229,14 @@ fn dtype_fetches_only_its_weights_file() {
         ),
         "{err}"
     );
+    // The same choice for a folder.
+    let folder = [&common[..], &["--model", "models/pii", "--dtype", "fp16"]].concat();
+    let (ok, _, err) = webert(&folder, &[]);
+    assert!(!ok);
+    assert!(
+        err.contains("models/pii: has no fp16 weights (onnx/model_fp16.onnx); it has: q4"),
+        "{err}"
+    );
     let (ok, _, err) = webert(&[&id[..], &["--dtype", "int3"]].concat(), &[]);
     assert!(
         !ok && err.contains("unknown dtype `int3`; use one of fp32, fp16, q8"),

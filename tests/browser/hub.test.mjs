@@ -137,6 +137,16 @@ test('env: local copies first, remote models off', async () => {
     const clf = await pipeline('text-classification', 'distilbert-seqcls');
     assert.deepEqual(await clf(TEXT), await local(TEXT));
     clf.dispose();
+    // In Node a directory of the id's name wins (here relative to the working directory).
+    const cwd = process.cwd();
+    process.chdir(join(ROOT, 'tests'));
+    try {
+      const dir = await pipeline('text-classification', 'tiny/distilbert-seqcls');
+      assert.deepEqual(await dir(TEXT), await local(TEXT));
+      dir.dispose();
+    } finally {
+      process.chdir(cwd);
+    }
     assert.equal(hub.log.length, n, 'no request to the remote host');
     env.allowRemoteModels = false;
     await assert.rejects(pipeline('text-classification', 'test/tiny-seqcls'), /model test\/tiny-seqcls .*not found locally .*env\.allowRemoteModels is false/);

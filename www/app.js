@@ -1,6 +1,6 @@
 // The demo page: four tabs, each with a model (loaded on first use, from a URL, a picked folder
 // or a dropped folder) and a task run through the webert package in a Web Worker.
-import { pipeline, webgpuAdapter } from './pkg/webert.js';
+import { env, pipeline, webgpuAdapter } from './pkg/webert.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -85,7 +85,7 @@ function ensure(tab) {
     $('#load').hidden = false;
     showError(null);
     try {
-      const pipe = await pipeline(want.task, want.source, { device: device(), quantized, onProgress: onProgress(want.name) });
+      const pipe = await pipeline(want.task, want.source, { device: device(), quantized, dtype: want.dtype, onProgress: onProgress(want.name) });
       if (chosen[tab] !== want) {
         pipe.dispose();
         return ensure(tab);
@@ -232,6 +232,41 @@ action('sim', '#sim-run', async (embed) => {
   setLatency('#sim-ms', ranked, embed);
 });
 
+// --- Known-compatible models on the Hugging Face Hub, loaded by id when the page is online ---
+// Chosen by their config (architecture and head fit the tab's task); not run by this repository's
+// tests, which never reach the internet. q8 (`onnx/model_quantized.onnx`) is transformers.js's
+// browser default and the smallest download these repositories all have.
+const HUB_MODELS = {
+  ner: [{ id: 'Xenova/bert-base-NER', what: 'people, places, organisations (CoNLL-03)' }],
+  cls: [{ id: 'Xenova/distilbert-base-uncased-finetuned-sst-2-english', what: 'sentiment, positive / negative' }],
+  qa: [{ id: 'Xenova/distilbert-base-cased-distilled-squad', what: 'extractive answers (SQuAD)' }],
+  sim: [{ id: 'Xenova/all-MiniLM-L6-v2', what: 'sentence embeddings' }],
+};
+const HUB_DTYPE = 'q8';
+// `?hub=URL` fetches them from another host with the Hub's URL layout (a mirror; the tests' mock).
+const hubHost = new URLSearchParams(location.search).get('hub');
+if (hubHost) env.remoteHost = hubHost;
+
+function hubModels(tab, task) {
+  const note = el('span', { class: 'hub-note' });
+  const buttons = HUB_MODELS[tab].map(({ id, what }) => {
+    const b = el('button', { type: 'button', class: 'hub-model', dataset: { id }, title: `${id} from huggingface.co (${HUB_DTYPE}); not tested here` }, `${id} — ${what}`);
+    b.addEventListener('click', () => choose(tab, task, id, `${id} (Hugging Face Hub, ${HUB_DTYPE})`, HUB_DTYPE));
+    return b;
+  });
+  const update = () => {
+    const offline = navigator.onLine === false;
+    for (const b of buttons) b.disabled = offline;
+    note.textContent = offline
+      ? 'Unavailable: this page is offline, and these models download from huggingface.co.'
+      : 'Downloaded from huggingface.co on first use, then cached; known to fit this task, not tested here.';
+  };
+  addEventListener('online', update);
+  addEventListener('offline', update);
+  update();
+  return el('div', { class: 'hub' }, el('span', {}, 'Hub models:'), ...buttons, note);
+}
+
 // --- Model loaders: URL, folder picker, drag and drop ---
 async function filesFromDrop(items) {
   const out = {};
@@ -259,8 +294,8 @@ async function filesFromDrop(items) {
   return { files: out, name: 'dropped files' };
 }
 
-function choose(tab, task, source, name) {
-  chosen[tab] = { task, source, name };
+function choose(tab, task, source, name, dtype) {
+  chosen[tab] = { task, source, name, dtype };
   if (tab === 'cls') {
     $('#cls-zero-shot').hidden = false;
     $('#cls-zs-options').hidden = true;
@@ -276,7 +311,7 @@ function choose(tab, task, source, name) {
 for (const div of document.querySelectorAll('.loader')) {
   const tab = div.closest('[role=tabpanel]').id.replace('panel-', '');
   const task = div.dataset.task;
-  const url = el('input', { type: 'text', 'aria-label': 'Model folder URL', placeholder: 'Model folder URL, e.g. https://…/my-model/', value: div.dataset.default ?? '' });
+  const url = el('input', { type: 'text', 'aria-label': 'Model folder URL', placeholder: 'Folder URL (https://…/my-model/) or Hub model id (ORG/NAME)', value: div.dataset.default ?? '' });
   const load = el('button', { type: 'button' }, 'Load URL');
   const pick = el('input', { type: 'file', webkitdirectory: true, multiple: true });
   const drop = el('div', { class: 'drop', tabindex: '0', role: 'note' }, 'or drop a model folder here');
@@ -292,6 +327,7 @@ for (const div of document.querySelectorAll('.loader')) {
     drop.classList.add('over');
   });
   drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  if (HUB_MODELS[tab]) div.append(hubModels(tab, task));
   drop.addEventListener('drop', async (e) => {
     e.preventDefault();
     drop.classList.remove('over');

@@ -21,7 +21,6 @@ mod cli {
     use std::io::BufRead;
     use std::path::PathBuf;
     use webert::engine::{Device, Engine, GpuOptions, LoadOptions};
-    use webert::model::ModelFiles;
     use webert::tasks::classify::ScoreFn;
     use webert::tasks::embed::Pooling;
     use webert::tasks::ner::Aggregation;
@@ -47,9 +46,8 @@ mod cli {
 
     #[derive(Args)]
     struct Common {
-        /// Hugging Face model folder (config.json, tokenizer.json, model.safetensors or onnx/model*.onnx)
-        #[arg(long)]
-        model: PathBuf,
+        #[command(flatten)]
+        model: super::hub::Source,
         /// Input text; repeat for several. Without it, texts are read from stdin, one per line.
         #[arg(long)]
         text: Vec<String>,
@@ -234,7 +232,7 @@ mod cli {
     }
 
     async fn load(c: &Common) -> Result<Engine> {
-        Engine::load(ModelFiles::from_dir(&c.model)?, options(c.backend)?).await
+        Engine::load(c.model.files()?, options(c.backend)?).await
     }
 
     fn report(engine: &Engine) {
@@ -398,18 +396,20 @@ mod cli {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+#[path = "webert/hub.rs"]
+mod hub;
+
+#[cfg(not(target_arch = "wasm32"))]
 mod bench {
     use clap::Args;
-    use std::path::PathBuf;
     use std::time::Instant;
     use webert::engine::{Device, Engine, Want};
-    use webert::model::ModelFiles;
     use webert::{Error, Result};
 
     #[derive(Args)]
     pub struct BenchArgs {
-        #[arg(long)]
-        model: PathBuf,
+        #[command(flatten)]
+        model: super::hub::Source,
         #[arg(long, default_value_t = 1)]
         batch: usize,
         #[arg(long, default_value_t = 128)]
@@ -430,7 +430,7 @@ mod bench {
     }
 
     async fn load(a: &BenchArgs) -> Result<Engine> {
-        let files = ModelFiles::from_dir(&a.model)?;
+        let files = a.model.files()?;
         let options = super::cli::options(a.backend)?;
         let Some(shape) = &a.shape else {
             return Engine::load(files, options).await;
@@ -480,10 +480,7 @@ mod bench {
                 .map(|(name, ms)| (name.to_string(), serde_json::json!(ms)))
                 .collect()
         });
-        let label = a
-            .shape
-            .clone()
-            .unwrap_or_else(|| a.model.display().to_string());
+        let label = a.shape.clone().unwrap_or_else(|| a.model.model.clone());
         println!(
             "{}",
             serde_json::json!({

@@ -32,6 +32,19 @@ pub const WEIGHT_FILES: &[&str] = &[
     "onnx/model_bnb4.onnx",
 ];
 
+/// transformers.js's `dtype` names and the ONNX file each one reads (`fp32` also takes
+/// safetensors, before its ONNX file).
+pub const DTYPES: &[(&str, &str)] = &[
+    ("fp32", "onnx/model.onnx"),
+    ("fp16", "onnx/model_fp16.onnx"),
+    ("q8", "onnx/model_quantized.onnx"),
+    ("int8", "onnx/model_int8.onnx"),
+    ("uint8", "onnx/model_uint8.onnx"),
+    ("q4", "onnx/model_q4.onnx"),
+    ("q4f16", "onnx/model_q4f16.onnx"),
+    ("bnb4", "onnx/model_bnb4.onnx"),
+];
+
 /// The ONNX variants of [`WEIGHT_FILES`], full precision first.
 fn onnx_preference() -> impl Iterator<Item = &'static str> {
     WEIGHT_FILES
@@ -40,12 +53,101 @@ fn onnx_preference() -> impl Iterator<Item = &'static str> {
         .filter(|f| f.ends_with(".onnx"))
 }
 
-/// [`REQUIRED_FILES`], [`TEXT_FILES`] and [`WEIGHT_FILES`] as JSON, for the JS package.
+/// The ONNX file of a dtype; an unknown name is an error that lists the known ones.
+pub fn dtype_file(dtype: &str) -> Result<&'static str> {
+    (DTYPES.iter().find(|(d, _)| *d == dtype).map(|(_, f)| *f)).ok_or_else(|| {
+        let names: Vec<&str> = DTYPES.iter().map(|(d, _)| *d).collect();
+        Error::Input(format!(
+            "unknown dtype `{dtype}`; use one of {}",
+            names.join(", ")
+        ))
+    })
+}
+
+/// The dtypes whose files are among `names` (a folder's relative paths), as `dtype (file)`.
+pub fn dtypes_present(names: &[String]) -> Vec<String> {
+    let has = |f: &str| names.iter().any(|n| n == f);
+    let mut out = Vec::new();
+    if names.iter().any(|n| n.ends_with(".safetensors")) {
+        out.push("fp32 (safetensors)".to_string());
+    }
+    for (d, f) in DTYPES {
+        if has(f) {
+            out.push(format!("{d} ({f})"));
+        }
+    }
+    out
+}
+
+/// The weight files webert reads from a folder whose files are `names`: for `dtype`, its
+/// file (`fp32`: safetensors shards when there are any, else `onnx/model.onnx`); without one,
+/// the most accurate set present ([`WEIGHT_FILES`]' order, then any other `.onnx`).
+pub fn pick_weights(origin: &str, names: &[String], dtype: Option<&str>) -> Result<Vec<String>> {
+    let mut shards: Vec<String> = (names.iter())
+        .filter(|n| n.ends_with(".safetensors"))
+        .cloned()
+        .collect();
+    shards.sort();
+    let has = |f: &str| names.iter().any(|n| n == f);
+    let Some(dtype) = dtype else {
+        if !shards.is_empty() {
+            return Ok(shards);
+        }
+        let onnx = (onnx_preference().find(|f| has(f)).map(str::to_string))
+            .or_else(|| names.iter().find(|n| n.ends_with(".onnx")).cloned());
+        return onnx
+            .map(|f| vec![f])
+            .ok_or_else(|| Error::NoWeights(origin.to_string()));
+    };
+    let file = dtype_file(dtype)?;
+    if dtype == "fp32" && !shards.is_empty() {
+        return Ok(shards);
+    }
+    if has(file) {
+        return Ok(vec![file.to_string()]);
+    }
+    let present = dtypes_present(names);
+    let present = match present.is_empty() {
+        true => "none of the dtypes' files".to_string(),
+        false => present.join(", "),
+    };
+    let or = if dtype == "fp32" {
+        " or safetensors"
+    } else {
+        ""
+    };
+    Err(Error::config(
+        origin,
+        format!("has no {dtype} weights ({file}{or}); it has: {present}"),
+    ))
+}
+
+/// The files of a folder listed by `names` that the engine reads: the required and text
+/// files present and one set of weights ([`pick_weights`]).
+pub fn pick(origin: &str, names: &[String], dtype: Option<&str>) -> Result<Vec<String>> {
+    let has = |f: &str| names.iter().any(|n| n == f);
+    if let Some(missing) = REQUIRED_FILES.iter().find(|f| !has(f)) {
+        return Err(Error::config(origin, format!("has no {missing}")));
+    }
+    let mut out: Vec<String> = (TEXT_FILES.iter())
+        .filter(|f| has(f))
+        .map(|f| f.to_string())
+        .collect();
+    out.extend(pick_weights(origin, names, dtype)?);
+    Ok(out)
+}
+
+/// [`REQUIRED_FILES`], [`TEXT_FILES`], [`WEIGHT_FILES`] and [`DTYPES`] (`{ dtype: file }`) as
+/// JSON, for the JS package.
 pub fn layout_json() -> String {
+    let dtypes: serde_json::Map<String, serde_json::Value> = (DTYPES.iter())
+        .map(|(d, f)| (d.to_string(), serde_json::json!(f)))
+        .collect();
     serde_json::json!({
         "required": REQUIRED_FILES,
         "text": TEXT_FILES,
         "weights": WEIGHT_FILES,
+        "dtypes": dtypes,
     })
     .to_string()
 }
@@ -62,9 +164,16 @@ impl ModelFiles {
         self.files.push((name.into(), bytes));
     }
 
-    /// Reads the files webert uses from a model folder.
+    /// Reads the files webert uses from a model folder: the most accurate weights present.
     #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn from_dir(dir: &std::path::Path) -> Result<Self> {
+        Self::from_dir_dtype(dir, None)
+    }
+
+    /// Reads the files webert uses from a model folder, with the weights of `dtype` (see
+    /// [`pick_weights`]).
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    pub fn from_dir_dtype(dir: &std::path::Path, dtype: Option<&str>) -> Result<Self> {
         let io = |p: &std::path::Path, e| Error::Io {
             path: p.display().to_string(),
             source: e,
@@ -75,24 +184,35 @@ impl ModelFiles {
             return Err(Error::config(&files.origin, "is not a folder"));
         }
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
-            let name = entry
-                .map_err(|e| io(dir, e))?
-                .file_name()
-                .to_string_lossy()
-                .to_string();
-            if name.ends_with(".json") || name.ends_with(".safetensors") {
-                names.push(name);
+        for sub in ["", "onnx"] {
+            let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+                continue;
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| io(dir, e))?;
+                let name = entry.file_name().to_string_lossy().to_string();
+                if entry.path().is_file() {
+                    names.push(if sub.is_empty() {
+                        name
+                    } else {
+                        format!("onnx/{name}")
+                    });
+                }
             }
         }
-        let has_safetensors = names.iter().any(|n| n.ends_with(".safetensors"));
-        if !has_safetensors {
-            if let Some(onnx) = onnx_preference().find(|p| dir.join(p).is_file()) {
-                names.push(onnx.to_string());
-            }
+        // The JSON files (config, tokenizer, a shard index...) and one set of weights.
+        let mut wanted: Vec<String> = (names.iter())
+            .filter(|n| n.ends_with(".json") && !n.contains('/'))
+            .cloned()
+            .collect();
+        // A folder without config.json is no model folder: say that before looking for weights
+        // (the loader names a missing tokenizer).
+        if !wanted.iter().any(|n| n == "config.json") {
+            return Err(Error::config(&files.origin, "has no config.json"));
         }
-        names.sort();
-        for name in names {
+        wanted.extend(pick_weights(&files.origin, &names, dtype)?);
+        wanted.sort();
+        for name in wanted {
             let path = dir.join(&name);
             files.add(name, std::fs::read(&path).map_err(|e| io(&path, e))?);
         }
@@ -151,5 +271,117 @@ impl ModelFiles {
             weights = super::onnx::import(&format!("{origin}/{onnx}"), &bytes)?;
         }
         Ok((config, tokenizer, weights))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn dtypes_choose_transformers_js_files() {
+        let all = names(&[
+            "config.json",
+            "tokenizer.json",
+            "onnx/model.onnx",
+            "onnx/model_fp16.onnx",
+            "onnx/model_quantized.onnx",
+            "onnx/model_int8.onnx",
+            "onnx/model_uint8.onnx",
+            "onnx/model_q4.onnx",
+            "onnx/model_q4f16.onnx",
+            "onnx/model_bnb4.onnx",
+        ]);
+        for (dtype, file) in DTYPES {
+            assert_eq!(pick_weights("m", &all, Some(dtype)).unwrap(), [*file]);
+        }
+        assert_eq!(pick_weights("m", &all, None).unwrap(), ["onnx/model.onnx"]);
+        let q = names(&["onnx/model_q4f16.onnx", "onnx/model_quantized.onnx"]);
+        assert_eq!(
+            pick_weights("m", &q, None).unwrap(),
+            ["onnx/model_quantized.onnx"]
+        );
+        let odd = names(&["onnx/model_custom.onnx"]);
+        assert_eq!(
+            pick_weights("m", &odd, None).unwrap(),
+            ["onnx/model_custom.onnx"]
+        );
+    }
+
+    #[test]
+    fn fp32_prefers_safetensors_shards() {
+        let n = names(&[
+            "model-00002-of-00002.safetensors",
+            "model-00001-of-00002.safetensors",
+            "onnx/model.onnx",
+            "onnx/model_q4.onnx",
+        ]);
+        let shards = [
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+        ];
+        assert_eq!(pick_weights("m", &n, Some("fp32")).unwrap(), shards);
+        assert_eq!(pick_weights("m", &n, None).unwrap(), shards);
+        assert_eq!(
+            pick_weights("m", &n, Some("q4")).unwrap(),
+            ["onnx/model_q4.onnx"]
+        );
+    }
+
+    #[test]
+    fn a_missing_dtype_names_the_ones_present() {
+        let n = names(&["config.json", "onnx/model_q4.onnx", "onnx/model_fp16.onnx"]);
+        let e = pick_weights("org/m", &n, Some("q8"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("org/m: has no q8 weights (onnx/model_quantized.onnx)"),
+            "{e}"
+        );
+        assert!(
+            e.contains("fp16 (onnx/model_fp16.onnx), q4 (onnx/model_q4.onnx)"),
+            "{e}"
+        );
+        let e = pick_weights("m", &names(&["model.safetensors"]), Some("fp16"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("it has: fp32 (safetensors)"), "{e}");
+        let e = pick_weights("m", &n, Some("int4")).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "unknown dtype `int4`; use one of fp32, fp16, q8, int8, uint8, q4, q4f16, bnb4"
+            ),
+            "{e}"
+        );
+        let e = pick_weights("m", &names(&["config.json"]), None).unwrap_err();
+        assert!(matches!(e, Error::NoWeights(_)));
+    }
+
+    #[test]
+    fn pick_lists_text_files_then_weights() {
+        let n = names(&[
+            "config.json",
+            "tokenizer.json",
+            "special_tokens_map.json",
+            "tokenizer_config.json",
+            "onnx/model_q4.onnx",
+        ]);
+        assert_eq!(
+            pick("m", &n, None).unwrap(),
+            [
+                "config.json",
+                "tokenizer.json",
+                "tokenizer_config.json",
+                "onnx/model_q4.onnx"
+            ]
+        );
+        let e = pick("m", &names(&["config.json"]), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has no tokenizer.json"), "{e}");
     }
 }

@@ -45,6 +45,20 @@ pub fn model_files() -> String {
     crate::model::files::layout_json()
 }
 
+/// The files of a folder whose relative paths are `names` (a JSON array) that the engine reads
+/// for `dtype` (or the most accurate weights present), as a JSON array; errors name `origin`.
+#[wasm_bindgen(js_name = pickModelFiles)]
+pub fn pick_model_files(
+    origin: &str,
+    names: &str,
+    dtype: Option<String>,
+) -> Result<String, JsError> {
+    let names: Vec<String> =
+        serde_json::from_str(names).map_err(|e| JsError::new(&e.to_string()))?;
+    let picked = crate::model::files::pick(origin, &names, dtype.as_deref()).map_err(js_error)?;
+    Ok(serde_json::to_string(&picked).unwrap_or_default())
+}
+
 #[wasm_bindgen(js_name = lastPanic)]
 pub fn last_panic() -> String {
     LAST_PANIC.lock().map(|s| s.clone()).unwrap_or_default()

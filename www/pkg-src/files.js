@@ -10,24 +10,19 @@ const MANIFEST = '.webert-files.json';
 
 export const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 
-/** The files of `names` that the engine needs: config, tokenizer, and one set of weights. */
-export function pickFiles(names, weights, layout) {
+/**
+ * The files of `names` that the engine needs: config, tokenizer, and one set of weights (the
+ * file `opts.weights`, else the engine's choice for `opts.dtype`: `layout.pick`).
+ */
+export function pickFiles(origin, names, opts, layout) {
+  const { weights } = opts;
+  if (!weights) return layout.pick(origin, names, opts.dtype);
   const has = new Set(names);
   for (const r of layout.required) {
     if (!has.has(r)) throw new Error(`the model folder has no ${r} (found: ${names.join(', ') || 'nothing'})`);
   }
-  const picked = layout.text.filter((n) => has.has(n));
-  if (weights) {
-    if (!has.has(weights)) throw new Error(`the model folder has no ${weights}`);
-    return [...picked, weights];
-  }
-  const shards = names.filter((n) => n.endsWith('.safetensors')).sort();
-  if (shards.length) return [...picked, ...shards];
-  const onnx = layout.weights.find((w) => has.has(w)) ?? names.find((n) => n.endsWith('.onnx'));
-  if (!onnx) {
-    throw new Error('the model folder has no weights: expected model.safetensors, *.safetensors shards or onnx/model*.onnx');
-  }
-  return [...picked, onnx];
+  if (!has.has(weights)) throw new Error(`the model folder has no ${weights}`);
+  return [...layout.text.filter((n) => has.has(n)), weights];
 }
 
 async function sha256Hex(bytes) {
@@ -68,6 +63,9 @@ class Progress {
  */
 export async function gatherFiles(source, opts, report, layout) {
   const progress = new Progress(report);
+  // An unknown dtype fails before any download (the engine's message lists the known ones).
+  if (opts.dtype != null && !(opts.dtype in layout.dtypes)) layout.pick('', layout.required, opts.dtype);
+  if (opts.hub) return fromHub(source, opts, progress, layout);
   if (typeof source === 'string' || source instanceof URL) {
     const s = String(source);
     if (isNode && !/^(https?|data|blob):/.test(s)) return fromNodeDir(s, opts, progress, layout);
@@ -99,7 +97,8 @@ function normalizeName(name, all) {
 async function fromEntries(source, opts, progress, layout) {
   const entries = entriesOf(source);
   const names = entries.map(([n]) => n);
-  const wanted = pickFiles(names.map((n) => (n.endsWith('.onnx') && !n.includes('/') ? `onnx/${n}` : n)), opts.weights, layout);
+  const origin = entries[0]?.[1]?.webkitRelativePath?.split('/')[0] || 'local files';
+  const wanted = pickFiles(origin, names.map((n) => (n.endsWith('.onnx') && !n.includes('/') ? `onnx/${n}` : n)), opts, layout);
   const files = [];
   for (const want of wanted) {
     const name = normalizeName(want, names);
@@ -113,7 +112,6 @@ async function fromEntries(source, opts, progress, layout) {
     progress.update(want, bytes.byteLength, bytes.byteLength);
     files.push({ name: want, bytes, blob: data instanceof Blob ? data : undefined });
   }
-  const origin = entries[0]?.[1]?.webkitRelativePath?.split('/')[0] || 'local files';
   return { origin, files };
 }
 
@@ -133,7 +131,7 @@ async function fromNodeDir(dir, opts, progress, layout) {
   };
   const names = [...(await list('')), ...(await list('onnx')).map((n) => `onnx/${n}`)];
   const files = [];
-  for (const name of pickFiles(names, opts.weights, layout)) {
+  for (const name of pickFiles(root, names, opts, layout)) {
     const bytes = new Uint8Array(await fs.readFile(path.join(root, name)));
     await checkHash(name, bytes, opts.sha256, path.join(root, name));
     progress.update(name, bytes.byteLength, bytes.byteLength);
@@ -151,8 +149,16 @@ async function openCache(opts) {
   }
 }
 
-/** GET with a clear error; `null` for 404 when the file is optional. */
-async function get(url, signal, optional) {
+/** An error for a failed download; `retry`: trying again may help (a server error, a cut-off body). */
+function failure(message, { retry = false, notFound = false } = {}) {
+  return Object.assign(new Error(message), { retry, notFound });
+}
+
+/**
+ * GET with a clear error; `null` for 404 (and the Hub's 401 for unknown repositories) when the
+ * file is optional. `label` names a model id in errors.
+ */
+async function get(url, signal, optional, label) {
   let res;
   try {
     res = await fetch(url, { signal });
@@ -160,9 +166,40 @@ async function get(url, signal, optional) {
     if (signal?.aborted) throw signal.reason;
     throw new Error(`network error fetching ${url}: ${e.message}`);
   }
-  if (res.status === 404 && optional) return null;
-  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}${res.status === 404 ? ' (not found; is this a Hugging Face model folder?)' : ''}`);
-  return res;
+  const missing = res.status === 404 || (label && res.status === 401);
+  if (missing && optional) return null;
+  if (res.ok) return res;
+  const name = url.split('/').at(-1);
+  if (label && missing) {
+    throw failure(`${label}: ${name} not found (HTTP ${res.status} for ${url}; a private or gated model needs a token, which webert does not send)`, { notFound: true });
+  }
+  const retry = res.status >= 500 || res.status === 429;
+  const hint = res.status === 404 ? ' (not found; is this a Hugging Face model folder?)' : '';
+  throw failure(`${label ? `${label}: ${name}: ` : ''}${url}: HTTP ${res.status}${hint}`, { retry, notFound: res.status === 404 });
+}
+
+/** `work()`, tried up to 3 times while its failure says trying again may help. */
+async function retrying(work, signal) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (e) {
+      if (!e?.retry || attempt >= 3 || signal?.aborted) throw e;
+      await new Promise((ok) => setTimeout(ok, 300 * 2 ** attempt));
+    }
+  }
+}
+
+/** Refuses a `.json` file that is not JSON (an HTML error page, say) before it is kept. */
+function checkJson(name, bytes, res, where) {
+  if (!name.endsWith('.json')) return;
+  try {
+    JSON.parse(new TextDecoder().decode(bytes));
+  } catch (e) {
+    const start = new TextDecoder().decode(bytes.subarray(0, 40));
+    const err = new Error(`${where}: ${name} is not JSON (${e.message}; content-type ${res.headers.get('content-type')}, starts ${JSON.stringify(start)})`);
+    throw Object.assign(err, { notJson: true });
+  }
 }
 
 async function readBody(res, url, name, progress, signal) {
@@ -181,7 +218,7 @@ async function readBody(res, url, name, progress, signal) {
     }
   } catch (e) {
     if (signal?.aborted) throw signal.reason;
-    throw new Error(`network error reading ${url}: ${e.message}`);
+    throw failure(`network error reading ${url} after ${loaded}${total ? ` of ${total}` : ''} bytes: ${e.cause?.message ?? e.message}`, { retry: true });
   }
   const out = new Uint8Array(loaded);
   let at = 0;
@@ -192,12 +229,13 @@ async function readBody(res, url, name, progress, signal) {
   return out;
 }
 
-async function fromUrl(base, opts, progress, layout) {
+async function fromUrl(base, opts, progress, layout, label) {
   const where = typeof location !== 'undefined' ? location.href : undefined;
   const root = new URL(base.endsWith('/') ? base : `${base}/`, where);
   const signal = opts.signal;
   const cache = await openCache(opts);
   const files = new Map();
+  const kept = [];
 
   // One file: from the cache when its hash (if given) still matches, else from the network.
   const load = async (name, optional) => {
@@ -214,18 +252,26 @@ async function fromUrl(base, opts, progress, layout) {
         await cache.delete(url);
       }
     }
-    const res = await get(url, signal, optional);
-    if (!res) return false;
-    const bytes = await readBody(res, url, name, progress, signal);
+    const bytes = await retrying(async () => {
+      const res = await get(url, signal, optional, label);
+      if (!res) return null;
+      const body = await readBody(res, url, name, progress, signal);
+      checkJson(name, body, res, label ?? url);
+      return body;
+    }, signal);
+    if (!bytes) return false;
     await checkHash(name, bytes, opts.sha256, url);
-    if (cache) await cache.put(url, new Response(bytes, { headers: { 'content-type': 'application/octet-stream' } }));
+    if (cache) {
+      await cache.put(url, new Response(bytes, { headers: { 'content-type': 'application/octet-stream' } }));
+      kept.push(url);
+    }
     files.set(name, bytes);
     return true;
   };
 
   const manifestUrl = new URL(MANIFEST, root).href;
   const manifest = cache && (await cache.match(manifestUrl));
-  const key = opts.weights ?? '';
+  const key = opts.weights ?? (opts.dtype ? `dtype:${opts.dtype}` : '');
   const known = manifest ? (await manifest.json())[key] : undefined;
   if (known) {
     await Promise.all(known.map((n) => load(n, false)));
@@ -235,7 +281,7 @@ async function fromUrl(base, opts, progress, layout) {
     await load(first, false);
     const optional = layout.text.filter((n) => !layout.required.includes(n));
     await Promise.all([...required.map((n) => load(n, false)), ...optional.map((n) => load(n, true))]);
-    await findWeights(opts.weights, load, root, signal, layout.weights);
+    await findWeights(opts, load, root, layout, label);
     if (cache) {
       const all = manifest ? await cache.match(manifestUrl).then((r) => r.json()) : {};
       all[key] = [...files.keys()];
@@ -243,19 +289,36 @@ async function fromUrl(base, opts, progress, layout) {
     }
   }
   const order = [...files.keys()].sort();
-  return { origin: root.href.replace(/\/$/, ''), files: order.map((name) => ({ name, bytes: files.get(name) })) };
+  // Files that made no model (the engine refused them) leave the cache again.
+  const forget = async () => {
+    if (!cache) return;
+    for (const url of kept) await cache.delete(url);
+    const all = await cache.match(manifestUrl).then((r) => r?.json());
+    if (all?.[key]) {
+      delete all[key];
+      await cache.put(manifestUrl, new Response(JSON.stringify(all), { headers: { 'content-type': 'application/json' } }));
+    }
+  };
+  const origin = label ?? root.href.replace(/\/$/, '');
+  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget };
 }
 
-/** Tries the weight files in order of preference; sharded safetensors via their index. */
-async function findWeights(weights, load, root, signal, preference) {
+/**
+ * Fetches the weights: `opts.weights`, or the files of `opts.dtype` (`fp32`: safetensors, else
+ * onnx/model.onnx), or the first present in the engine's order of preference; sharded
+ * safetensors via their index. Only the weights used are downloaded.
+ */
+async function findWeights(opts, load, root, layout, label) {
+  const { weights, dtype, signal } = opts;
   if (weights) {
     await load(weights, false);
     return;
   }
-  for (const name of preference) {
+  const candidates = !dtype ? layout.weights : dtype === 'fp32' ? ['model.safetensors', layout.dtypes.fp32] : [layout.dtypes[dtype]];
+  for (const name of candidates) {
     signal?.throwIfAborted();
     if (name === 'onnx/model.onnx') {
-      const index = await get(new URL('model.safetensors.index.json', root).href, signal, true);
+      const index = await get(new URL('model.safetensors.index.json', root).href, signal, true, label);
       if (index) {
         const shards = [...new Set(Object.values((await index.json()).weight_map ?? {}))].sort();
         await Promise.all(shards.map((s) => load(s, false)));
@@ -264,12 +327,48 @@ async function findWeights(weights, load, root, signal, preference) {
     }
     if (await load(name, true)) return;
   }
-  throw new Error(`${root.href}: no weights found (tried model.safetensors, model.safetensors.index.json and onnx/model*.onnx)`);
+  const where = label ?? root.href;
+  if (!dtype) throw new Error(`${where}: no weights found (tried model.safetensors, model.safetensors.index.json and onnx/model*.onnx)`);
+  // Say which weights there are (HEAD requests), in the engine's words.
+  const present = await Promise.all(layout.weights.map(async (name) => {
+    const res = await fetch(new URL(name, root).href, { method: 'HEAD', signal }).catch(() => null);
+    return res?.ok ? name : null;
+  }));
+  layout.pick(where, [...layout.required, ...present.filter(Boolean)], dtype);
+  throw new Error(`${where}: no ${dtype} weights`);
+}
+
+/** A model id (`resolveModel` in env.js): a Node directory of that name, else a copy under
+ * `env.localModelPath`, else the remote host. */
+async function fromHub(remote, opts, progress, layout) {
+  const { hub } = opts;
+  if (isNode && hub.path) {
+    const fs = await import(/* @vite-ignore */ 'node:fs/promises');
+    if (await fs.stat(hub.path).then((s) => s.isDirectory(), () => false)) return fromNodeDir(hub.path, opts, progress, layout);
+  }
+  if (hub.local) {
+    try {
+      if (isNode) {
+        const fs = await import(/* @vite-ignore */ 'node:fs/promises');
+        if (await fs.stat(hub.local).then((s) => s.isDirectory(), () => false)) return await fromNodeDir(hub.local, opts, progress, layout);
+      } else {
+        return await fromUrl(hub.local, { ...opts, cache: false }, progress, layout);
+      }
+    } catch (e) {
+      // Not there (a site may answer a missing path with its HTML page): try the remote host.
+      if (!(e.notFound || e.notJson) || !hub.remote) throw e;
+    }
+  }
+  if (!hub.remote) {
+    throw new Error(`${hub.label}: not found locally${hub.local ? ` (${hub.local})` : ''} and env.allowRemoteModels is false`);
+  }
+  return fromUrl(remote, opts, progress, layout, hub.label);
 }
 
 /** Deletes cached model files: those under `base`, or all when no base is given. */
-export async function clearCache(base) {
+export async function clearCache(base, resolve = (b) => b) {
   if (typeof caches === 'undefined') return;
+  base = resolve(base);
   if (!base) {
     await caches.delete(CACHE_NAME);
     return;

@@ -22,8 +22,10 @@ export class Model {
   async load(report) {
     const threads = Math.max(1, Math.floor(this.options.threads ?? defaultThreads()));
     const threadsInUse = await runtime.start(report, threads);
-    const layout = JSON.parse(runtime.glue.modelFiles());
-    const { origin, files } = await gatherFiles(this.source, this.options, report, layout);
+    const { glue } = runtime;
+    const layout = JSON.parse(glue.modelFiles());
+    layout.pick = (origin, names, dtype) => JSON.parse(glue.pickModelFiles(origin, JSON.stringify(names), dtype ?? undefined));
+    const { origin, files, forget } = await gatherFiles(this.source, this.options, report, layout);
     this.options.signal?.throwIfAborted();
     if (typeof this.source !== 'string' && !(this.source instanceof URL)) {
       // Keep re-readable files for a reload after a trap: the given Files/Blobs, else copies as
@@ -45,6 +47,7 @@ export class Model {
       this.engine = await runtime.guarded(loader.load(device, allowFallback, this.options.probe !== false, quantized));
       this.generation = runtime.generation;
     } catch (e) {
+      await forget?.().catch(() => {});
       throw this.recover(e);
     }
     this.info = JSON.parse(this.engine.info());

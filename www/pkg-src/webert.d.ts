@@ -1,4 +1,9 @@
-/** A Hugging Face model folder: its URL, picked files, or file name → bytes (a directory path in Node). */
+/**
+ * A Hugging Face model folder: its URL, picked files, or file name → bytes (a directory path in
+ * Node); or a model id such as `'Xenova/bert-base-NER'` (or its `https://huggingface.co/…` URL),
+ * fetched from `env.remoteHost`. A folder URL ends with `/` or starts with `/`, `./`, `../` or a
+ * scheme; in Node a directory of that name wins over the id.
+ */
 export type ModelSource =
   | string
   | URL
@@ -63,6 +68,15 @@ export interface PipelineOptions {
   signal?: AbortSignal;
   /** Expected sha256 (hex) per file path, e.g. `{ 'onnx/model_q4.onnx': '9f27…' }`; checked before use. */
   sha256?: Record<string, string>;
+  /**
+   * Which weights, by transformers.js's names: `fp32` (safetensors, else `onnx/model.onnx`),
+   * `fp16` (`onnx/model_fp16.onnx`), `q8` (`onnx/model_quantized.onnx`), `int8`, `uint8`, `q4`,
+   * `q4f16`, `bnb4` (`onnx/model_{dtype}.onnx`). Only that file is downloaded; a dtype the model
+   * lacks is an error naming those it has. Default: the most accurate weights present.
+   */
+  dtype?: 'fp32' | 'fp16' | 'q8' | 'int8' | 'uint8' | 'q4' | 'q4f16' | 'bnb4';
+  /** Branch, tag or commit of a model id (default `'main'`). */
+  revision?: string;
   /** Weight file to use instead of the preferred one, e.g. `'onnx/model_q4.onnx'`. */
   weights?: string;
   /** Keep downloaded files in the Cache API and read them from there (default true). */
@@ -269,5 +283,25 @@ export function webgpuAvailable(): Promise<boolean>;
 /** The WebGPU adapter the browser offers, or null. `device: 'auto'` skips fallback (CPU-emulated) adapters. */
 export function webgpuAdapter(): Promise<{ name: string; isFallbackAdapter: boolean } | null>;
 
-/** Deletes cached model files under `base` (a folder URL), or all of them. */
-export function clearCache(base?: string): Promise<void>;
+/** Deletes cached model files of `model` (a folder URL or model id), or all of them. */
+export function clearCache(model?: string): Promise<void>;
+
+/**
+ * Where model ids are looked up; transformers.js's names and meanings. Set before `pipeline()`.
+ * Ids are fetched from `{remoteHost}/{remotePathTemplate}{file}`, e.g.
+ * `https://huggingface.co/Xenova/bert-base-NER/resolve/main/config.json`: config.json,
+ * tokenizer.json, tokenizer_config.json when there, then only the weights used (following the
+ * Hub's redirects), kept in the Cache API under those URLs.
+ */
+export const env: {
+  /** Default `'https://huggingface.co'`: the Hub, or a mirror with its URL layout. */
+  remoteHost: string;
+  /** Default `'{model}/resolve/{revision}/'`. */
+  remotePathTemplate: string;
+  /** `false`: ids are never fetched from `remoteHost` (default true). */
+  allowRemoteModels: boolean;
+  /** Look for an id under `localModelPath` first (default: false in browsers, true in Node). */
+  allowLocalModels: boolean;
+  /** Default `'/models/'`: a URL path on the page's site, or a directory in Node. */
+  localModelPath: string;
+};

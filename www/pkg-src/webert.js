@@ -3,13 +3,19 @@
 // In browsers the model lives in a module worker (the page never freezes); in Node, or with
 // `worker: false`, it runs in the calling thread.
 
-import { clearCache } from './files.js';
+import { env, resolveModel } from './env.js';
+import { clearCache as clearFiles } from './files.js';
 import { HOST } from './host.js';
 import { laneRequest } from './lane.js';
 import { webgpuAdapter } from './runtime.js';
 import { acquire, release } from './sharing.js';
 
-export { clearCache, webgpuAdapter };
+export { env, webgpuAdapter };
+
+/** Deletes cached model files: those of a folder URL or model id, or all. */
+export function clearCache(model) {
+  return clearFiles(model, (m) => (m ? resolveModel(m).source : m));
+}
 
 const ALIASES = { ner: 'token-classification', 'sentiment-analysis': 'text-classification' };
 
@@ -74,8 +80,11 @@ export async function pipeline(task, model, options = {}) {
   if (!['auto', 'cpu', 'webgpu'].includes(device)) throw new Error(`unknown device "${device}"; use 'auto', 'cpu' or 'webgpu'`);
   if (!['int', 'f32', undefined].includes(options.quantized)) throw new Error(`unknown quantized compute "${options.quantized}"; use 'int' or 'f32'`);
   if (model == null) throw new Error('pipeline() needs a model: a folder URL, a FileList / File[] or an object of file name → ArrayBuffer');
+  if (options.dtype != null && typeof options.dtype !== 'string') throw new TypeError(`dtype must be a string such as 'q8' or 'fp32', got ${typeof options.dtype}`);
   const onProgress = options.onProgress ?? options.progress_callback;
-  const entry = acquire(model, { ...options, device }, onProgress);
+  const { revision, ...rest } = options;
+  const { source, hub } = resolveModel(model, revision ?? 'main');
+  const entry = acquire(source, { ...rest, device, ...(hub && { hub }) }, onProgress);
   let info;
   try {
     info = await entry.ready;

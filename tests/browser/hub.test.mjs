@@ -1,0 +1,157 @@
+// Model ids and `dtype` in the built package (Node): ids fetched from a local mock of the Hugging
+// Face Hub (tests/mock-hub.mjs: the Hub's URL layout, weights redirected to a "CDN" path,
+// faults on demand) through `env.remoteHost`, Hub URLs, revisions, local copies, and clear
+// errors. No test reaches the internet.
+//   node --test tests/browser/hub.test.mjs      (after scripts/build_web.sh)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { MODELS, PKG, ROOT, golden, assertEntities, INT_SCORE_TOL, requireModels } from './golden.mjs';
+import { serveHub } from '../mock-hub.mjs';
+
+const { pipeline, env } = await import(join(PKG, 'webert.js'));
+requireModels();
+
+const TINY = join(ROOT, 'tests/tiny/distilbert-seqcls');
+const TEXT = 'the cat sat on the mat';
+let hub;
+let local;
+
+before(async () => {
+  hub = await serveHub({
+    repos: {
+      'test/tiny-seqcls': { dir: TINY },
+      'test/pii': { dir: join(MODELS, 'pii') },
+      't/truncated': { dir: TINY, faults: { 'model.safetensors': 'truncate' } },
+      't/lying': { dir: TINY, faults: { 'model.safetensors': 'lying-length' } },
+      't/html': { dir: TINY, faults: { 'config.json': 'html' } },
+      't/no-tokenizer': { dir: TINY, faults: { 'tokenizer.json': 'missing' } },
+      't/flaky': { dir: TINY, faults: { 'tokenizer.json': { kind: 'error500', times: 1 } } },
+    },
+  });
+  env.remoteHost = hub.url;
+  local = await pipeline('text-classification', TINY);
+});
+after(() => hub.close());
+
+const gets = (id, file) => hub.requests(id, file).filter((r) => r.method === 'GET');
+
+test('env has transformers.js names and defaults', async () => {
+  const fresh = await import(`${join(PKG, 'env.js')}?fresh`);
+  assert.deepEqual({ ...fresh.env }, {
+    remoteHost: 'https://huggingface.co',
+    remotePathTemplate: '{model}/resolve/{revision}/',
+    allowRemoteModels: true,
+    allowLocalModels: true, // in Node, as transformers.js
+    localModelPath: '/models/',
+  });
+});
+
+test('an id loads from the remote host, weights through its redirect, with progress', async () => {
+  const events = [];
+  const clf = await pipeline('text-classification', 'test/tiny-seqcls', { onProgress: (e) => events.push(e) });
+  assert.deepEqual(await clf(TEXT, { top_k: null }), await local(TEXT, { top_k: null }));
+  const w = gets('test/tiny-seqcls', 'model.safetensors');
+  assert.equal(w.length, 2, JSON.stringify(w));
+  assert.match(w[0].path, /^\/test\/tiny-seqcls\/resolve\/main\/model\.safetensors$/);
+  assert.match(w[1].path, /^\/cdn\//);
+  assert.equal(gets('test/tiny-seqcls', 'onnx/model.onnx').length, 0, 'nothing past the weights used');
+  assert.equal(gets('test/tiny-seqcls', 'tokenizer_config.json').length, 1, 'optional files are asked for');
+  const files = new Set(events.filter((e) => e.stage === 'download').map((e) => e.file));
+  assert.deepEqual([...files].sort(), ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+  const last = events.filter((e) => e.stage === 'download').at(-1);
+  assert.equal(last.bytes, last.total);
+  clf.dispose();
+
+  // A Hub URL is its id; a revision is a path segment.
+  const byUrl = await pipeline('text-classification', 'https://huggingface.co/test/tiny-seqcls', { revision: 'v1.0' });
+  assert.deepEqual(await byUrl(TEXT), await local(TEXT));
+  assert.ok(hub.log.some((l) => l.path === '/test/tiny-seqcls/resolve/v1.0/config.json'));
+  byUrl.dispose();
+  await assert.rejects(pipeline('text-classification', 'test/tiny-seqcls', { revision: 'nope' }),
+    /model test\/tiny-seqcls \(revision nope\) on http:\/\/127\.0\.0\.1:\d+: config\.json not found \(HTTP 404 for http:\S+\/resolve\/nope\/config\.json/);
+});
+
+test('sha256 and AbortSignal work for ids as for URLs', async () => {
+  const sum = createHash('sha256').update(readFileSync(join(TINY, 'model.safetensors'))).digest('hex');
+  const ok = await pipeline('text-classification', 'test/tiny-seqcls', { sha256: { 'model.safetensors': sum } });
+  ok.dispose();
+  await assert.rejects(pipeline('text-classification', 'test/tiny-seqcls', { sha256: { 'model.safetensors': '00'.repeat(32) } }), /model\.safetensors: sha256 mismatch/);
+  const ac = new AbortController();
+  const loading = pipeline('ner', 'test/pii', { signal: ac.signal });
+  ac.abort();
+  await assert.rejects(loading, (e) => e.name === 'AbortError');
+});
+
+test('dtype fetches only its file; a missing dtype names those present', async () => {
+  const before = gets('test/pii', 'onnx/model_q4.onnx').length;
+  const ner = await pipeline('ner', 'test/pii', { dtype: 'q4' });
+  const c = golden('pii.json').cases[0];
+  assertEntities('q4 by id', c.text, await ner(c.text, { aggregation_strategy: 'first' }), c.pipeline.first, INT_SCORE_TOL);
+  ner.dispose();
+  assert.equal(gets('test/pii', 'onnx/model_q4.onnx').length - before, 2);
+  for (const f of ['model.safetensors', 'onnx/model.onnx', 'onnx/model_quantized.onnx']) assert.equal(gets('test/pii', f).length, 0, f);
+
+  await assert.rejects(pipeline('ner', 'test/pii', { dtype: 'q8' }),
+    /model test\/pii \(revision main\) on http:\/\/127\.0\.0\.1:\d+: has no q8 weights \(onnx\/model_quantized\.onnx\); it has: q4 \(onnx\/model_q4\.onnx\)/);
+  assert.equal(gets('test/pii', 'onnx/model_quantized.onnx').length, 1, 'one try, then HEAD requests');
+  await assert.rejects(pipeline('ner', 'test/pii', { dtype: 'int3' }), /unknown dtype `int3`; use one of fp32, fp16, q8, int8, uint8, q4, q4f16, bnb4/);
+  await assert.rejects(pipeline('text-classification', 'test/tiny-seqcls', { dtype: 'q4' }), /has no q4 weights \(onnx\/model_q4\.onnx\); it has: fp32 \(safetensors\)/);
+  // The same choice for folders and files.
+  await assert.rejects(pipeline('ner', join(MODELS, 'pii'), { dtype: 'fp16' }), /pii: has no fp16 weights \(onnx\/model_fp16\.onnx\); it has: q4/);
+  const fp32 = await pipeline('text-classification', TINY, { dtype: 'fp32' });
+  assert.deepEqual(await fp32(TEXT), await local(TEXT));
+  fp32.dispose();
+  await assert.rejects(pipeline('ner', join(MODELS, 'pii'), { dtype: 7 }), /dtype must be a string/);
+});
+
+test('faults: clear errors naming the id and file; a server error is tried again', async () => {
+  const id = (name) => new RegExp(`model ${name} \\(revision main\\) on http://127\\.0\\.0\\.1:\\d+`);
+  await assert.rejects(pipeline('text-classification', 't/truncated'), /network error reading http:\S+\/t\/truncated\/resolve\/main\/model\.safetensors after \d+ of \d+ bytes/);
+  assert.equal(gets('t/truncated', 'model.safetensors').filter((r) => r.path.startsWith('/cdn/')).length, 3, 'three attempts');
+  await assert.rejects(pipeline('text-classification', 't/lying'), /network error reading .*model\.safetensors/);
+  await assert.rejects(pipeline('text-classification', 't/html'), (e) => {
+    assert.match(e.message, id('t/html'));
+    assert.match(e.message, /config\.json is not JSON .*content-type text\/html.*starts "<!doctype html>/);
+    return true;
+  });
+  await assert.rejects(pipeline('text-classification', 't/no-tokenizer'), (e) => {
+    assert.match(e.message, id('t/no-tokenizer'));
+    assert.match(e.message, /: tokenizer\.json not found \(HTTP 404 for http:\S+\/t\/no-tokenizer\/resolve\/main\/tokenizer\.json/);
+    return true;
+  });
+  await assert.rejects(pipeline('text-classification', 'nobody/nothing'), /model nobody\/nothing .*: config\.json not found \(HTTP 401/);
+  const flaky = await pipeline('text-classification', 't/flaky');
+  assert.deepEqual(await flaky(TEXT), await local(TEXT));
+  assert.equal(gets('t/flaky', 'tokenizer.json').length, 2);
+  flaky.dispose();
+});
+
+test('env: local copies first, remote models off', async () => {
+  const saved = { ...env };
+  try {
+    env.localModelPath = join(ROOT, 'tests/tiny');
+    const n = hub.log.length;
+    const clf = await pipeline('text-classification', 'distilbert-seqcls');
+    assert.deepEqual(await clf(TEXT), await local(TEXT));
+    clf.dispose();
+    // In Node a directory of the id's name wins (here relative to the working directory).
+    const cwd = process.cwd();
+    process.chdir(join(ROOT, 'tests'));
+    try {
+      const dir = await pipeline('text-classification', 'tiny/distilbert-seqcls');
+      assert.deepEqual(await dir(TEXT), await local(TEXT));
+      dir.dispose();
+    } finally {
+      process.chdir(cwd);
+    }
+    assert.equal(hub.log.length, n, 'no request to the remote host');
+    env.allowRemoteModels = false;
+    await assert.rejects(pipeline('text-classification', 'test/tiny-seqcls'), /model test\/tiny-seqcls .*not found locally .*env\.allowRemoteModels is false/);
+    assert.equal(hub.log.length, n);
+  } finally {
+    Object.assign(env, saved);
+  }
+});

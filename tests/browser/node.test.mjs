@@ -122,6 +122,26 @@ test('MiniLM: embeddings, token states, similarity ranking and zero-shot match P
   }
 });
 
+test('zero-shot by an NLI model (seeded head) equals the HF pipeline; options as transformers.js', async () => {
+  const g = golden('nli.json');
+  const zs = await pipeline('zero-shot-classification', withHead('nli'));
+  assert.equal(zs.info.zero_shot, 'nli');
+  for (const c of g.cases) {
+    const hypothesis_template = c.hypothesis_template ?? undefined;
+    for (const key of ['single_label', 'multi_label']) {
+      const multi_label = key === 'multi_label';
+      const all = await zs(c.texts, c.candidate_labels, { multi_label, hypothesis_template });
+      assert.equal(all.method, 'nli');
+      c.results.forEach((r, i) => assertLabelScores(`${c.name} ${key}`, all[i], r[key].labels.map((label, j) => ({ label, score: r[key].scores[j] }))));
+    }
+    // the labels inside the options object, as `candidate_labels`
+    const one = await zs(c.texts[0], { candidate_labels: c.candidate_labels, hypothesis_template });
+    assertLabelScores(`${c.name} options`, one, c.results[0].single_label.labels.map((label, j) => ({ label, score: c.results[0].single_label.scores[j] })));
+  }
+  const sim = await pipeline('zero-shot-classification', join(MODELS, 'minilm'));
+  assert.equal((await sim('a text', ['a', 'b'])).method, 'similarity');
+});
+
 test('text classification (seeded head): softmax, sigmoid, pairs, top_k', async () => {
   const g = golden('seqcls.json');
   const clf = await pipeline('text-classification', withHead('seqcls'));

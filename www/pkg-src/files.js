@@ -69,7 +69,7 @@ class Progress {
 export async function gatherFiles(source, opts, report, layout) {
   const progress = new Progress(report);
   if (typeof source === 'string' || source instanceof URL) {
-    const s = String(source);
+    const s = withScheme(String(source));
     if (isNode && !/^(https?|data|blob):/.test(s)) return fromNodeDir(s, opts, progress, layout);
     return fromUrl(s, opts, progress, layout);
   }
@@ -151,6 +151,37 @@ async function openCache(opts) {
   }
 }
 
+const HUB = /^(www\.)?(huggingface\.co|hf\.co)(\/|$)/i;
+
+/** A Hugging Face address typed without its scheme is absolute, not a path under the page. */
+export function withScheme(source) {
+  return HUB.test(source) ? `https://${source}` : source;
+}
+
+/** The folder URL of a model source, resolved against the page when it is relative. */
+export function folderUrl(base) {
+  const s = withScheme(base);
+  return new URL(s.endsWith('/') ? s : `${s}/`, typeof location !== 'undefined' ? location.href : undefined);
+}
+
+/** What to add to a failed fetch of `url`'s message: why it may have failed. */
+function fetchHint(url) {
+  const page = typeof location !== 'undefined' && /^https?:$/.test(location.protocol) ? location.origin : null;
+  if (!page || new URL(url).origin === page) return '';
+  // Browsers say only "Failed to fetch" (or "NetworkError…", "Load failed") for a refused
+  // cross-origin request; the likely causes are worth naming.
+  return `. The server may not allow cross-origin requests from ${page} (CORS: it must answer with Access-Control-Allow-Origin), or it cannot be reached`;
+}
+
+/** What a 404 of `url` most likely means. */
+function notFoundHint(url) {
+  const u = new URL(url);
+  if (HUB.test(u.host + '/') && !u.pathname.includes('/resolve/')) {
+    return ' (a Hugging Face model page is not its files: use https://huggingface.co/ORG/NAME/resolve/main/)';
+  }
+  return ' (not found; is this a Hugging Face model folder?)';
+}
+
 /** GET with a clear error; `null` for 404 when the file is optional. */
 async function get(url, signal, optional) {
   let res;
@@ -158,10 +189,10 @@ async function get(url, signal, optional) {
     res = await fetch(url, { signal });
   } catch (e) {
     if (signal?.aborted) throw signal.reason;
-    throw new Error(`network error fetching ${url}: ${e.message}`);
+    throw new Error(`network error fetching ${url}: ${e.message}${fetchHint(url)}`);
   }
   if (res.status === 404 && optional) return null;
-  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}${res.status === 404 ? ' (not found; is this a Hugging Face model folder?)' : ''}`);
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}${res.status === 404 ? notFoundHint(url) : ''}`);
   return res;
 }
 
@@ -193,8 +224,7 @@ async function readBody(res, url, name, progress, signal) {
 }
 
 async function fromUrl(base, opts, progress, layout) {
-  const where = typeof location !== 'undefined' ? location.href : undefined;
-  const root = new URL(base.endsWith('/') ? base : `${base}/`, where);
+  const root = folderUrl(base);
   const signal = opts.signal;
   const cache = await openCache(opts);
   const files = new Map();
@@ -274,7 +304,7 @@ export async function clearCache(base) {
     await caches.delete(CACHE_NAME);
     return;
   }
-  const root = new URL(base.endsWith('/') ? base : `${base}/`, typeof location !== 'undefined' ? location.href : undefined).href;
+  const root = folderUrl(base).href;
   const cache = await caches.open(CACHE_NAME);
   for (const req of await cache.keys()) if (req.url.startsWith(root)) await cache.delete(req);
 }

@@ -97,6 +97,12 @@ export interface ModelInfo {
   /** The task the checkpoint's head does (`feature-extraction` for a bare encoder). */
   task: string;
   labels: string[];
+  /**
+   * How `zero-shot-classification` works on this model: `'nli'` for a sequence classifier whose
+   * labels name entailment (an MNLI/XNLI checkpoint, as Hugging Face's pipeline), else
+   * `'similarity'` (sentence-embedding similarity of the text and each hypothesis).
+   */
+  zero_shot: 'nli' | 'similarity';
   max_length: number;
   hidden_size: number;
   num_layers: number;
@@ -241,13 +247,24 @@ export interface FillMaskPipeline extends PipelineBase {
 export interface ZeroShotOptions {
   /** Default `'This example is {}.'`. */
   hypothesis_template?: string;
-  /** Independent sigmoid scores instead of a softmax over the labels. */
+  /** Labels judged independently (several may hold) instead of one distribution over them. */
   multi_label?: boolean;
 }
+/**
+ * Labels best first, with `method` (`ModelInfo.zero_shot`) saying how they were scored:
+ * - `'nli'` (an NLI classifier, as Hugging Face's pipeline; every (text, label) pair in one
+ *   batch): softmax of the entailment logits across the labels; with `multi_label` (or one
+ *   label), per label the probability of entailment against contradiction.
+ * - `'similarity'` (any other encoder): softmax(20·cos) of sentence embeddings across labels, or
+ *   sigmoid(20·cos) per label with `multi_label`: relative similarities, not probabilities (no
+ *   0.5 threshold applies).
+ */
+export type ZeroShotResult<T> = WithMeta<T> & { readonly method: 'nli' | 'similarity' };
 export interface ZeroShotPipeline extends PipelineBase {
-  /** Labels best first; scores are softmax(20·cos) of sentence embeddings (or sigmoid with multi_label). */
-  (text: string, labels: string[] | string, options?: ZeroShotOptions): Promise<WithMeta<LabelScore[]>>;
-  (texts: string[], labels: string[] | string, options?: ZeroShotOptions): Promise<WithMeta<LabelScore[][]>>;
+  (text: string, labels: string[] | string, options?: ZeroShotOptions): Promise<ZeroShotResult<LabelScore[]>>;
+  (texts: string[], labels: string[] | string, options?: ZeroShotOptions): Promise<ZeroShotResult<LabelScore[][]>>;
+  (text: string, options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<LabelScore[]>>;
+  (texts: string[], options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<LabelScore[][]>>;
 }
 
 export interface PipelineByTask {

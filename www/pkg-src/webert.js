@@ -54,6 +54,10 @@ const RUNNERS = {
   'feature-extraction': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   'fill-mask': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   'zero-shot-classification': (run) => async (input, labels, o = {}) => {
+    // transformers.js passes the labels second; an options object with `candidate_labels` too.
+    if (labels && typeof labels === 'object' && !Array.isArray(labels)) [labels, o] = [labels.candidate_labels, labels];
+    const { candidate_labels: _, ...rest } = o;
+    o = rest;
     const candidate_labels = typeof labels === 'string' ? labels.split(',').map((l) => l.trim()).filter(Boolean) : labels;
     if (!Array.isArray(candidate_labels)) throw new TypeError('candidate labels must be an array of strings or a comma-separated string');
     const request = { ...o, texts: texts(input), candidate_labels: candidate_labels.map((l) => text(l, 'label')) };
@@ -95,7 +99,8 @@ export async function pipeline(task, model, options = {}) {
     const { value, ms, backend, gpu_failure } = await host.send({ op: 'call', task: wasmTask, request }, { lane });
     state.backend = backend;
     state.gpu_failure = gpu_failure;
-    return withMeta(single ? value[0] : value, { backend, ms, wall_ms: performance.now() - t0 });
+    const extra = wasmTask === 'zero-shot-classification' ? { method: info.zero_shot } : {};
+    return withMeta(single ? value[0] : value, { backend, ms, wall_ms: performance.now() - t0, ...extra });
   };
   const state = { backend: info.backend, gpu_failure: info.gpu_failure };
   const fn = RUNNERS[kind](call(kind));

@@ -202,23 +202,43 @@ function setLatency(id, result, pipe) {
   $('#backend').textContent = backend;
 }
 
-/** Runs `fn` for a tab's button: model first, errors shown, button busy meanwhile. */
+/**
+ * Runs `fn(pipe, watch)` for a tab's button: model first, errors shown, button busy meanwhile.
+ * Where the tab has a Cancel button, `watch` ({ signal, onProgress }) shows the windows of a long
+ * input as they run and lets the user stop between two.
+ */
 function action(tab, button, fn) {
   $(button).addEventListener('click', async () => {
     const b = $(button);
     b.disabled = true;
     b.setAttribute('aria-busy', 'true');
+    const cancel = $(`#${tab}-cancel`);
+    const ac = new AbortController();
+    let windows = null;
+    const watch = cancel ? {
+      signal: ac.signal,
+      onProgress: (p) => {
+        windows = p;
+        if (p.total > 1) $(`#${tab}-ms`).textContent = `window ${Math.min(p.done + 1, p.total)} of ${p.total}…`;
+      },
+    } : {};
     try {
       const pipe = await ensure(tab);
       showError(tab, null);
-      if (pipe) await fn(pipe);
+      if (cancel) {
+        cancel.hidden = false;
+        cancel.onclick = () => ac.abort();
+      }
+      if (pipe) await fn(pipe, watch);
       code(tab);
     } catch (e) {
-      showError(tab, e.message);
       // An error stands alone: no result of an earlier run under it.
       for (const out of OUTPUTS[tab]) $(out).replaceChildren();
       if (tab === 'ner') lastNer = null;
+      if (e.name === 'AbortError') $(`#${tab}-ms`).textContent = `Cancelled${windows ? ` after ${windows.done} of ${windows.total} windows` : ''}.`;
+      else showError(tab, e.message);
     } finally {
+      if (cancel) cancel.hidden = true;
       b.disabled = tab === 'qa' && !loaded.qa;
       b.removeAttribute('aria-busy');
       const panel = $(`#panel-${tab}`);
@@ -304,9 +324,9 @@ function renderEntities() {
   out.dataset.count = entities.length;
 }
 
-action('ner', '#ner-run', async (ner) => {
+action('ner', '#ner-run', async (ner, watch) => {
   const text = $('#ner-text').value;
-  const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value });
+  const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value, ...watch });
   lastNer = { text, entities };
   renderEntities();
   setLatency('#ner-ms', entities, ner);

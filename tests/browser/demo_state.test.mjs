@@ -2,7 +2,7 @@
 // classification tab's views after a failed load (bad URL, folder without tokenizer.json),
 // errors staying in the tab they belong to and cleared on success, the CORS hint of a refused
 // cross-origin fetch, absolute (Hugging Face) URLs kept absolute, zero-shot by an NLI model,
-// one progress row per model with its size, the sample text, "show code", and the layout at
+// one progress row per model with its size, a long text's windows and its Cancel button, the sample text, "show code", and the layout at
 // 1280 and 390 px. Screenshots go to target/browser-artifacts/.
 //   node --test tests/browser/demo_state.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
@@ -126,6 +126,26 @@ test('first minute: the sample text comes out right, one progress row per model 
   assert.equal(chip, 'rgb(255, 255, 255)', 'the label chip is white on the dark redaction');
   await page.screenshot({ path: join(ARTIFACTS, 'state-ner-redacted-1280.png'), fullPage: true });
   await page.uncheck('#ner-redact');
+});
+
+test('a long text shows its windows and can be cancelled between two', T, async () => {
+  await page.click('#tab-ner');
+  const sample = await page.inputValue('#ner-text');
+  await page.fill('#ner-text', 'John Smith lives at 42 Elm Street, Springfield, IL 62704. '.repeat(500));
+  const n = await page.$eval('#panel-ner', (e) => Number(e.dataset.runs ?? 0));
+  await page.click('#ner-run');
+  await page.waitForFunction(() => /^window [2-9]\d* of \d+…$/.test(document.querySelector('#ner-ms').textContent), null, { timeout: 120_000 });
+  assert.ok(await page.isVisible('#ner-cancel'));
+  await page.screenshot({ path: join(ARTIFACTS, 'state-ner-long-progress-1280.png'), fullPage: true });
+  await page.click('#ner-cancel');
+  await page.waitForFunction((k) => Number(document.querySelector('#panel-ner').dataset.runs) > k, n, { timeout: 60_000 });
+  assert.match(await page.textContent('#ner-ms'), /^Cancelled after \d+ of (\d+) windows\.$/);
+  assert.deepEqual(await visibleErrors(page), []);
+  assert.equal(await page.textContent('#ner-out'), '');
+  assert.equal(await page.isVisible('#ner-cancel'), false);
+  await page.fill('#ner-text', sample);
+  assert.equal(await run(page, 'ner'), null, 'the next run answers');
+  assert.equal(await page.$$eval('#ner-out mark', (ms) => ms.length), 9);
 });
 
 test('classification: a failed load leaves every view on the model in use', T, async () => {

@@ -142,6 +142,27 @@ test('zero-shot by an NLI model (seeded head) equals the HF pipeline; options as
   assert.equal((await sim('a text', ['a', 'b'])).method, 'similarity');
 });
 
+test('a watched call reports its windows, answers as unwatched, and stops between two when aborted', async () => {
+  const text = 'John Smith lives at 42 Elm Street, Springfield. '.repeat(200);
+  const opts = { aggregation_strategy: 'first' };
+  const key = (es) => es.map((e) => [e.entity_group, e.start, e.end]);
+  const plain = await pii(text, opts);
+  const seen = [];
+  const watched = await pii(text, { ...opts, onProgress: (p) => seen.push(p) });
+  assert.deepEqual(key(watched), key(plain));
+  const total = seen[0].total;
+  assert.ok(total >= 3, `several windows: ${JSON.stringify(seen)}`);
+  assert.deepEqual(seen, Array.from({ length: total + 1 }, (_, done) => ({ stage: 'windows', done, total })));
+
+  const ac = new AbortController();
+  const stoppedSeen = [];
+  const stopped = pii(text, { ...opts, signal: ac.signal, onProgress: (p) => stoppedSeen.push(p.done) === 2 && ac.abort() });
+  await assert.rejects(stopped, { name: 'AbortError' });
+  assert.deepEqual(key(await pii(text, opts)), key(plain), 'the next call answers');
+  assert.ok(Math.max(...stoppedSeen) <= 2, `the aborted call went on: ${stoppedSeen}`);
+  await assert.rejects(pii('John', { signal: AbortSignal.abort() }), { name: 'AbortError' });
+});
+
 test('text classification (seeded head): softmax, sigmoid, pairs, top_k', async () => {
   const g = golden('seqcls.json');
   const clf = await pipeline('text-classification', withHead('seqcls'));

@@ -139,7 +139,24 @@ export interface LabelScore {
   score: number;
 }
 
-export interface TextClassificationOptions {
+/** Progress of a watched call: windows of the input(s) run so far, out of `total`. */
+export interface CallProgress {
+  stage: 'windows';
+  done: number;
+  total: number;
+}
+/**
+ * Any call may be watched: it then reports its windows (long texts are cut into overlapping
+ * windows of the model's length) and stops before the next window when `signal` aborts (the
+ * promise rejects with `signal.reason` at once). A watched call skips the express lane and runs
+ * one window per batch on the CPU.
+ */
+export interface CallControl {
+  signal?: AbortSignal;
+  onProgress?: (p: CallProgress) => void;
+}
+
+export interface TextClassificationOptions extends CallControl {
   /** Labels to return, best first (default 1); `null` returns all. */
   top_k?: number | null;
   /** Default: sigmoid for multi-label or single-logit heads, softmax otherwise. */
@@ -152,7 +169,7 @@ export interface TextClassificationPipeline extends PipelineBase {
   (input: TextInput[], options?: TextClassificationOptions): Promise<WithMeta<LabelScore[][]>>;
 }
 
-export interface TokenClassificationOptions {
+export interface TokenClassificationOptions extends CallControl {
   /** As the HF pipeline; default `'none'` (one entry per token). */
   aggregation_strategy?: 'none' | 'simple' | 'first' | 'average' | 'max';
   /** Tokens shared by consecutive windows of a text longer than the model takes (default 16). */
@@ -180,7 +197,7 @@ export interface TokenClassificationPipeline extends PipelineBase {
   (texts: string[], options?: TokenClassificationOptions): Promise<WithMeta<Entity[][]>>;
 }
 
-export interface QuestionAnsweringOptions {
+export interface QuestionAnsweringOptions extends CallControl {
   top_k?: number;
   /** Window length (default min(model max, 384)). */
   max_seq_len?: number;
@@ -205,7 +222,7 @@ export interface QuestionAnsweringPipeline extends PipelineBase {
   (input: { question: string; context: string }, options?: QuestionAnsweringOptions): Promise<WithMeta<Answer[]>>;
 }
 
-export interface FeatureExtractionOptions {
+export interface FeatureExtractionOptions extends CallControl {
   /** Default `'mean'`; `'none'` returns every token's hidden state. */
   pooling?: 'mean' | 'cls' | 'max' | 'none';
   /** L2-normalise each vector (default false). */
@@ -224,10 +241,10 @@ export interface FeatureExtractionPipeline extends PipelineBase {
   (text: string, options: FeatureExtractionOptions & { pooling: 'none' }): Promise<WithMeta<number[][]>>;
   (texts: string[], options: FeatureExtractionOptions & { pooling: 'none' }): Promise<WithMeta<number[][][]>>;
   /** Documents by cosine similarity to the query, best first. */
-  rank(query: string, documents: string[], options?: { pooling?: 'mean' | 'cls' | 'max'; truncation?: Truncation }): Promise<WithMeta<Ranked[]>>;
+  rank(query: string, documents: string[], options?: CallControl & { pooling?: 'mean' | 'cls' | 'max'; truncation?: Truncation }): Promise<WithMeta<Ranked[]>>;
 }
 
-export interface FillMaskOptions {
+export interface FillMaskOptions extends CallControl {
   /** Default 5. */
   top_k?: number;
   truncation?: Truncation;
@@ -244,7 +261,7 @@ export interface FillMaskPipeline extends PipelineBase {
   (texts: string[], options?: FillMaskOptions): Promise<WithMeta<Prediction[][][]>>;
 }
 
-export interface ZeroShotOptions {
+export interface ZeroShotOptions extends CallControl {
   /** Default `'This example is {}.'`. */
   hypothesis_template?: string;
   /** Labels judged independently (several may hold) instead of one distribution over them. */

@@ -93,10 +93,13 @@ export async function pipeline(task, model, options = {}) {
     throw new Error(`this model cannot do ${kind}: it is a ${info.model_type} model with a ${info.task} head`);
   }
   const { host } = entry;
-  const call = (wasmTask) => async (request, single) => {
+  const call = (wasmTask) => async ({ signal, onProgress, ...request }, single) => {
+    signal?.throwIfAborted();
     const t0 = performance.now();
-    const lane = () => laneRequest('call', wasmTask, JSON.stringify(request));
-    const { value, ms, backend, gpu_failure } = await host.send({ op: 'call', task: wasmTask, request }, { lane });
+    // A watched call reports its windows and stops between them when `signal` aborts.
+    const watched = !!(signal || onProgress);
+    const lane = watched ? undefined : () => laneRequest('call', wasmTask, JSON.stringify(request));
+    const { value, ms, backend, gpu_failure } = await host.send({ op: 'call', task: wasmTask, request, watched }, { lane, onProgress, signal });
     state.backend = backend;
     state.gpu_failure = gpu_failure;
     const extra = wasmTask === 'zero-shot-classification' ? { method: info.zero_shot } : {};

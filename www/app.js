@@ -212,6 +212,7 @@ function action(tab, button, fn) {
     const b = $(button);
     b.disabled = true;
     b.setAttribute('aria-busy', 'true');
+    $(`#panel-${tab}`).classList.add('running'); // the previous result dims until this one is in
     const cancel = $(`#${tab}-cancel`);
     const ac = new AbortController();
     let windows = null;
@@ -239,6 +240,7 @@ function action(tab, button, fn) {
       else showError(tab, e.message);
     } finally {
       if (cancel) cancel.hidden = true;
+      $(`#panel-${tab}`).classList.remove('running');
       b.disabled = tab === 'qa' && !loaded.qa;
       b.removeAttribute('aria-busy');
       const panel = $(`#panel-${tab}`);

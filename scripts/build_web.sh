@@ -9,8 +9,13 @@
 # and the JS wrapper, worker and types from www/pkg-src. Prints the .wasm sizes raw and gzipped.
 # WEBERT_WEB_FEATURES: cargo features for all three builds, e.g. `test-hooks` (the wasm side of
 # the package's `webert/testing` entry point; scripts/test.sh builds with it).
+# `--if-changed` (scripts/demo.sh): keep the .wasm files and their glue when a stamp of every
+# input (sources, shaders, Cargo files, these scripts, features, tool versions) equals the one
+# they were built from; the JS is copied again either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if_changed=false
+[ "${1:-}" = "--if-changed" ] && if_changed=true
 want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')
 have=$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2 || true)
 if [ "$want" != "$have" ]; then
@@ -18,10 +23,26 @@ if [ "$want" != "$have" ]; then
   exit 1
 fi
 out=www/pkg
+opt=tests/browser/node_modules/.bin/wasm-opt
+stamp=$( {
+  find src shaders Cargo.toml Cargo.lock build.rs scripts/build_web.sh scripts/wasm_flags.sh -type f 2>/dev/null |
+    LC_ALL=C sort | xargs sha256sum
+  echo "features=${WEBERT_WEB_FEATURES:-} rustflags=${RUSTFLAGS:-} $(rustc -V) wasm-bindgen=$have wasm-opt=$([ -x "$opt" ] && echo yes)"
+} | sha256sum | cut -d' ' -f1)
+built=true
+for f in webert_wasm.js webert_wasm_threads.js webert_wasm_bg.wasm webert_wasm_relaxed_bg.wasm webert_wasm_threads_bg.wasm; do
+  [ -f "$out/$f" ] || built=false
+done
+if $if_changed && $built && [ "$(cat "$out/.wasm-stamp" 2>/dev/null)" = "$stamp" ]; then
+  echo "wasm builds are up to date (same inputs as $out/.wasm-stamp): JS only"
+  find "$out" -maxdepth 1 -type f ! -name 'webert_wasm*' ! -name .wasm-stamp -delete
+  cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
+  echo "$out ready"
+  exit 0
+fi
 rm -rf "$out"
 cargo_features=()
 [ -n "${WEBERT_WEB_FEATURES:-}" ] && cargo_features=(--features "$WEBERT_WEB_FEATURES")
-opt=tests/browser/node_modules/.bin/wasm-opt
 source scripts/wasm_flags.sh
 [ -x "$opt" ] || echo "(wasm-opt skipped: npm install in tests/browser for binaryen)"
 # Shared memory up to 4 GiB, imported so that helper workers can share it; the TLS exports are
@@ -73,6 +94,7 @@ for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxe
   rm -rf "$tmp"
 done
 cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
+echo "$stamp" >"$out/.wasm-stamp"
 for f in "$out"/*.wasm; do
   echo "$f: $(stat -c %s "$f") bytes raw, $(gzip -9c "$f" | wc -c) gzip -9"
 done

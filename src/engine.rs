@@ -128,6 +128,18 @@ struct Gpu {
 /// Most windows run in one forward pass; bounds activation memory on long documents.
 const MAX_BATCH: usize = 32;
 
+/// Watches a call's windows: before each batch, and once all are done, `between(done, total)`
+/// reports the windows run so far; its future resolving to `false` cancels the call
+/// ([`Error::Cancelled`]). On the CPU a watched call runs one window per batch, so that progress
+/// and cancelling go by window.
+pub trait Watch: Send + Sync {
+    fn between(
+        &self,
+        done: usize,
+        total: usize,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool>>>;
+}
+
 pub struct Engine {
     pub config: ModelConfig,
     pub tokenizer: TextTokenizer,
@@ -139,6 +151,7 @@ pub struct Engine {
     int_kernel: Option<&'static str>,
     last_backend: Mutex<String>,
     probe: Option<Probe>,
+    watch: Mutex<Option<Arc<dyn Watch>>>,
 }
 
 /// Per window: the hidden states `[len, h]` and the head's logits rows for it, each empty
@@ -201,6 +214,7 @@ impl Engine {
             int_kernel,
             last_backend: Mutex::new(last),
             probe: None,
+            watch: Mutex::new(None),
         };
         if device == Device::Auto && auto.probe {
             engine.probe_backends().await;
@@ -498,8 +512,19 @@ impl Engine {
         let mut out = Vec::with_capacity(windows.len());
         let h = self.config.hidden_size;
         let (logit_cols, logit_rows) = (self.plan.logits_cols(), self.plan.logits_rows());
-        for (chunk_i, chunk) in windows.chunks(MAX_BATCH).enumerate() {
-            let picked = picked.get(chunk_i * MAX_BATCH..).unwrap_or(&[]);
+        let watch = self.watch.lock().unwrap().clone();
+        let batch = if watch.is_some() && !self.has_gpu() {
+            1
+        } else {
+            MAX_BATCH
+        };
+        for (chunk_i, chunk) in windows.chunks(batch).enumerate() {
+            if let Some(w) = &watch {
+                if !w.between(chunk_i * batch, windows.len()).await {
+                    return Err(Error::Cancelled);
+                }
+            }
+            let picked = picked.get(chunk_i * batch..).unwrap_or(&[]);
             let batch = self.pad(chunk, picked);
             let Output { hidden, logits } = self.forward(&batch, want).await?;
             let (hidden, logits) = (hidden.unwrap_or_default(), logits.unwrap_or_default());
@@ -528,7 +553,17 @@ impl Engine {
                 });
             }
         }
+        if let Some(w) = &watch {
+            if !w.between(windows.len(), windows.len()).await {
+                return Err(Error::Cancelled);
+            }
+        }
         Ok(out)
+    }
+
+    /// Watches the calls from now on (progress and cancelling by window), until set to `None`.
+    pub fn set_watch(&self, watch: Option<Arc<dyn Watch>>) {
+        *self.watch.lock().unwrap() = watch;
     }
 
     fn pad(&self, chunk: &[Encoding], picked: &[Vec<usize>]) -> Batch {

@@ -37,6 +37,8 @@ pub enum Error {
     Input(String),
     #[error("GPU: {0}")]
     Gpu(GpuError),
+    #[error("the call was cancelled")]
+    Cancelled,
     #[error("the model has no {0} head; its architecture is {1}")]
     WrongHead(&'static str, String),
 }

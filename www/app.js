@@ -16,12 +16,14 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-// Each tab's model: what to load by default and what is loaded now.
+// Each tab's model: what to load by default and what is loaded now. `weights`: the file whose
+// size the page shows before the download starts. A model the user picks in the classification
+// tab has task `classification`: a classifier, an NLI model or a sentence encoder (see `open`).
 const DEFAULTS = {
-  ner: { task: 'token-classification', source: 'models/pii/', name: 'models/pii (Rampart PII, 4-bit ONNX)' },
-  cls: { task: 'zero-shot-classification', source: 'models/minilm/', name: 'models/minilm, zero-shot by sentence similarity' },
+  ner: { task: 'token-classification', source: 'models/pii/', name: 'models/pii (Rampart PII, 4-bit ONNX)', weights: 'onnx/model_q4.onnx' },
+  cls: { task: 'zero-shot-classification', source: 'models/minilm/', name: 'models/minilm, zero-shot by sentence similarity', weights: 'model.safetensors' },
   qa: null,
-  sim: { task: 'feature-extraction', source: 'models/minilm/', name: 'models/minilm (all-MiniLM-L6-v2)' },
+  sim: { task: 'feature-extraction', source: 'models/minilm/', name: 'models/minilm (all-MiniLM-L6-v2)', weights: 'model.safetensors' },
 };
 const chosen = { ...DEFAULTS };
 const loaded = {};
@@ -43,35 +45,93 @@ function describe(backend, pipe) {
   return `CPU · ${backend.replace(/^cpu-/, '')}${why}`;
 }
 
-function showError(msg) {
-  const e = $('#error');
+/** A tab's error, shown next to its loader and run button; `null` clears it. */
+function showError(tab, msg) {
+  const e = $(`#${tab}-error`);
   e.hidden = !msg;
   e.textContent = msg ?? '';
 }
 
 const mb = (n) => (n / 1048576).toFixed(1);
-let activeLoads = 0;
 
-function onProgress(name) {
-  return (p) => {
-    const label = $('#progress-label');
-    const bar = $('#progress');
-    if (p.stage === 'download') {
-      label.textContent = `Downloading ${name}: ${mb(p.bytes)} / ${p.total ? mb(p.total) : '?'} MB${p.cached ? ' (cached)' : ''}`;
-      bar.max = p.total || 1;
-      bar.value = p.bytes;
-    } else if (p.stage === 'compile') {
-      label.textContent = `Preparing ${name}…`;
-      bar.removeAttribute('value');
-    } else if (p.stage === 'upload') {
-      label.textContent = `Setting up WebGPU for ${name}…`;
-      bar.removeAttribute('value');
-    } else if (p.stage === 'ready') {
-      label.textContent = `${name} ready`;
-      bar.max = 1;
-      bar.value = 1;
+// One progress row per model (per source: two tabs loading the same folder share a row).
+const rows = new Map();
+
+function progressRow(want) {
+  const key = typeof want.source === 'string' ? want.source : want.name;
+  let row = rows.get(key);
+  if (!row) {
+    const label = el('span', { class: 'what' });
+    const bar = el('progress', { max: 1, 'aria-label': `Loading ${want.name}` });
+    row = { key, users: 0, li: el('li', { dataset: { model: key } }, label, bar), label, bar, size: 0, text: `Starting ${want.name}…` };
+    row.show = () => {
+      const size = row.size && !row.downloading ? ` (${mb(row.size)} MB to download)` : '';
+      row.label.textContent = row.text + size;
+    };
+    row.show();
+    $('#loads').append(row.li);
+    rows.set(key, row);
+    if (want.weights && typeof want.source === 'string') {
+      // The size before the download starts, from the weights file's headers.
+      fetch(new URL(want.weights, new URL(want.source, location.href)), { method: 'HEAD' })
+        .then((r) => Number(r.headers.get('content-length')) || 0)
+        .then((n) => {
+          row.size = n;
+          row.li.dataset.size = n;
+          row.show();
+        }, () => {});
     }
+  }
+  row.users++;
+  const name = want.name;
+  return {
+    update(p) {
+      const { bar } = row;
+      if (p.stage === 'download') {
+        row.downloading = true;
+        const total = Math.max(p.total, row.size);
+        row.text = `Downloading ${name}: ${mb(p.bytes)} / ${total ? mb(total) : '?'} MB${p.cached ? ' (from the cache)' : ''}`;
+        bar.max = total || 1;
+        bar.value = p.bytes;
+      } else if (p.stage === 'compile') {
+        row.text = `Preparing ${name}…`;
+        bar.removeAttribute('value');
+      } else if (p.stage === 'upload') {
+        row.text = `Setting up WebGPU for ${name}…`;
+        bar.removeAttribute('value');
+      }
+      row.show();
+    },
+    done() {
+      if (--row.users > 0) return;
+      row.li.remove();
+      rows.delete(row.key);
+    },
   };
+}
+
+/**
+ * The pipeline for `want` and how the tab uses it (`mode`): for a model picked in the
+ * classification tab, zero-shot by entailment (an NLI classifier), the classifier's own labels,
+ * or zero-shot by similarity (a sentence encoder).
+ */
+async function open(want, opts) {
+  if (want.task !== 'classification') {
+    const mode = { 'zero-shot-classification': 'similarity' }[want.task] ?? 'task';
+    return { pipe: await pipeline(want.task, want.source, opts), mode };
+  }
+  const zs = await pipeline('zero-shot-classification', want.source, opts);
+  if (zs.info.zero_shot === 'nli') return { pipe: zs, mode: 'nli' };
+  if (zs.info.task === 'feature-extraction') return { pipe: zs, mode: 'similarity' };
+  if (zs.info.task === 'text-classification') {
+    try {
+      return { pipe: await pipeline('text-classification', want.source, opts), mode: 'classifier' };
+    } finally {
+      zs.dispose();
+    }
+  }
+  zs.dispose();
+  throw new Error(`this is a ${zs.info.model_type} model with a ${zs.info.task} head; this tab takes a sequence classifier (*ForSequenceClassification), an NLI model or a sentence encoder`);
 }
 
 /** Loads the tab's chosen model (once); the returned pipeline is what the tab runs. */
@@ -81,32 +141,60 @@ function ensure(tab) {
   if (loaded[tab]?.want === want) return Promise.resolve(loaded[tab].pipe);
   if (loading[tab]?.want === want) return loading[tab].promise;
   const promise = (async () => {
-    activeLoads++;
-    $('#load').hidden = false;
-    showError(null);
+    const row = progressRow(want);
     try {
-      const pipe = await pipeline(want.task, want.source, { device: device(), quantized, dtype: want.dtype, onProgress: onProgress(want.name) });
+      const { pipe, mode } = await open(want, { device: device(), quantized, dtype: want.dtype, onProgress: row.update });
       if (chosen[tab] !== want) {
         pipe.dispose();
         return ensure(tab);
       }
       loaded[tab]?.pipe.dispose();
-      loaded[tab] = { want, pipe };
-      $(`#panel-${tab} .model-name`).textContent = want.name;
+      loaded[tab] = { want, pipe, mode };
+      showError(tab, null);
       $('#backend').textContent = describe(pipe.backend, pipe);
       return pipe;
     } catch (e) {
-      if (chosen[tab] === want && want !== DEFAULTS[tab]) chosen[tab] = loaded[tab]?.want ?? DEFAULTS[tab];
-      showError(`Could not load ${want.name}: ${e.message}`);
+      // Back to what the tab had (or its default), and every view to match it.
+      if (chosen[tab] === want) chosen[tab] = loaded[tab]?.want ?? DEFAULTS[tab];
+      showError(tab, `Could not load ${want.name}: ${e.message}`);
       throw e;
     } finally {
+      row.done();
       delete loading[tab];
-      if (--activeLoads === 0) $('#load').hidden = true;
+      sync(tab);
     }
   })();
   loading[tab] = { want, promise };
+  sync(tab);
   return promise;
 }
+
+/**
+ * Puts a tab's views (model name, options, buttons, code) in line with the model it runs: the
+ * loaded one (a model still loading shows in its progress row), else the tab's default.
+ */
+function sync(tab) {
+  const inUse = loaded[tab]?.want ?? DEFAULTS[tab];
+  $(`#panel-${tab} .model-name`).textContent = inUse ? inUse.name : 'none loaded';
+  if (tab === 'cls') {
+    const mode = loaded.cls?.mode ?? 'similarity';
+    $('#cls-zero-shot').hidden = inUse === DEFAULTS.cls;
+    $('#cls-zs-options').hidden = mode === 'classifier';
+    $('#cls-method').textContent = METHODS[mode];
+    $('#cls-method').dataset.method = mode;
+  }
+  if (tab === 'qa') {
+    $('#qa-run').disabled = !loaded.qa;
+    $('#qa-notice').hidden = !!loaded.qa;
+  }
+  code(tab);
+}
+
+const METHODS = {
+  similarity: 'Zero-shot by sentence similarity: the text and each hypothesis ("This example is {label}.") are embedded and compared. A score is that similarity relative to the other labels (softmax of 20·cosine), not a probability; with Multi-label each label gets sigmoid(20·cosine) on its own, which only ranks: 0.5 means nothing here.',
+  nli: 'Zero-shot by entailment (an NLI model, as Hugging Face\'s pipeline): each hypothesis ("This example is {label}.") is judged against the text. Single-label: a probability distribution over the labels. Multi-label: for each label on its own, the probability that the text entails it rather than contradicts it.',
+  classifier: 'The model\'s own labels: softmax probabilities of its classification head.',
+};
 
 function setLatency(id, result, pipe) {
   const backend = describe(result.backend, pipe);
@@ -114,19 +202,45 @@ function setLatency(id, result, pipe) {
   $('#backend').textContent = backend;
 }
 
-/** Runs `fn` for a tab's button: model first, errors shown, button busy meanwhile. */
+/**
+ * Runs `fn(pipe, watch)` for a tab's button: model first, errors shown, button busy meanwhile.
+ * Where the tab has a Cancel button, `watch` ({ signal, onProgress }) shows the windows of a long
+ * input as they run and lets the user stop between two.
+ */
 function action(tab, button, fn) {
   $(button).addEventListener('click', async () => {
     const b = $(button);
     b.disabled = true;
     b.setAttribute('aria-busy', 'true');
+    $(`#panel-${tab}`).classList.add('running'); // the previous result dims until this one is in
+    const cancel = $(`#${tab}-cancel`);
+    const ac = new AbortController();
+    let windows = null;
+    const watch = cancel ? {
+      signal: ac.signal,
+      onProgress: (p) => {
+        windows = p;
+        if (p.total > 1) $(`#${tab}-ms`).textContent = `window ${Math.min(p.done + 1, p.total)} of ${p.total}…`;
+      },
+    } : {};
     try {
       const pipe = await ensure(tab);
-      showError(null);
-      if (pipe) await fn(pipe);
+      showError(tab, null);
+      if (cancel) {
+        cancel.hidden = false;
+        cancel.onclick = () => ac.abort();
+      }
+      if (pipe) await fn(pipe, watch);
+      code(tab);
     } catch (e) {
-      showError(e.message);
+      // An error stands alone: no result of an earlier run under it.
+      for (const out of OUTPUTS[tab]) $(out).replaceChildren();
+      if (tab === 'ner') lastNer = null;
+      if (e.name === 'AbortError') $(`#${tab}-ms`).textContent = `Cancelled${windows ? ` after ${windows.done} of ${windows.total} windows` : ''}.`;
+      else showError(tab, e.message);
     } finally {
+      if (cancel) cancel.hidden = true;
+      $(`#panel-${tab}`).classList.remove('running');
       b.disabled = tab === 'qa' && !loaded.qa;
       b.removeAttribute('aria-busy');
       const panel = $(`#panel-${tab}`);
@@ -140,6 +254,46 @@ function hue(label) {
   for (const c of label) h = (h * 31 + c.codePointAt(0)) % 360;
   return h;
 }
+
+const OUTPUTS = {
+  ner: ['#ner-out', '#ner-table tbody', '#ner-ms'],
+  cls: ['#cls-out', '#cls-ms'],
+  qa: ['#qa-out', '#qa-ms'],
+  sim: ['#sim-out', '#sim-ms'],
+};
+
+// --- "Show code": the exact pipeline(...) call each tab makes ---
+const js = (v) => {
+  if (Array.isArray(v)) return `[${v.map(js).join(', ')}]`;
+  if (v && typeof v === 'object') return `{ ${Object.entries(v).map(([k, x]) => `${k}: ${js(x)}`).join(', ')} }`;
+  return typeof v === 'string' ? `'${v.replace(/[\\']/g, '\\$&')}'` : String(v);
+};
+
+function code(tab) {
+  const want = loaded[tab]?.want ?? DEFAULTS[tab];
+  const out = $(`#${tab}-code`);
+  if (!out) return;
+  if (!want) {
+    out.textContent = '// load a model first';
+    return;
+  }
+  const src = typeof want.source === 'string' ? `'${want.source}'` : 'files /* the FileList of <input type=file webkitdirectory> */';
+  const opts = { device: device(), ...(quantized === 'f32' ? { quantized } : {}) };
+  const mode = loaded[tab]?.want === want ? loaded[tab].mode : null;
+  const task = want.task === 'classification' ? (mode === 'classifier' ? 'text-classification' : 'zero-shot-classification') : want.task;
+  const head = `import { pipeline } from 'webert';\n\nconst pipe = await pipeline('${task}', ${src}, ${js(opts)});\n`;
+  const call = {
+    ner: () => `const entities = await pipe(text, ${js({ aggregation_strategy: $('#ner-agg').value })});`,
+    cls: () => task === 'text-classification'
+      ? 'const labels = await pipe(text, { top_k: null });'
+      : `const labels = await pipe(text, ${js(clsLabels())}, ${js({ multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value })});\n// labels.method: '${mode ?? 'similarity'}'`,
+    qa: () => 'const answers = await pipe(question, context, { top_k: 3 });',
+    sim: () => 'const ranked = await pipe.rank(query, sentences); // [{ corpus_id, score, text }], best first',
+  }[tab];
+  out.textContent = head + call();
+}
+
+const clsLabels = () => $('#cls-labels').value.split(',').map((l) => l.trim()).filter(Boolean);
 
 // --- PII / NER ---
 let lastNer = null;
@@ -164,7 +318,7 @@ function renderEntities() {
       title: `${label} ${e.score.toFixed(3)}`,
       dataset: { label, start: e.start, end: e.end, score: e.score, tag: `${label} ${e.score.toFixed(2)}` },
     }, redact ? `[${label}]` : span));
-    body.append(el('tr', {}, el('td', {}, label), el('td', {}, span), el('td', {}, e.score.toFixed(3)), el('td', {}, `${e.start}–${e.end}`)));
+    body.append(el('tr', {}, el('td', {}, label), el('td', {}, span), el('td', { class: 'num' }, e.score.toFixed(3)), el('td', { class: 'num' }, `${e.start}–${e.end}`)));
     at = e.end;
   }
   out.append(text.slice(at));
@@ -172,14 +326,15 @@ function renderEntities() {
   out.dataset.count = entities.length;
 }
 
-action('ner', '#ner-run', async (ner) => {
+action('ner', '#ner-run', async (ner, watch) => {
   const text = $('#ner-text').value;
-  const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value });
+  const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value, ...watch });
   lastNer = { text, entities };
   renderEntities();
   setLatency('#ner-ms', entities, ner);
 });
 $('#ner-redact').addEventListener('change', renderEntities);
+$('#ner-agg').addEventListener('change', () => code('ner'));
 
 // --- Classification ---
 function renderBars(list, items) {
@@ -192,18 +347,18 @@ function renderBars(list, items) {
 
 action('cls', '#cls-run', async (clf) => {
   const text = $('#cls-text').value;
-  const result = chosen.cls.task === 'zero-shot-classification'
-    ? await clf(text, $('#cls-labels').value, { multi_label: $('#cls-multi').checked })
-    : await clf(text, { top_k: null });
+  const result = loaded.cls.mode === 'classifier'
+    ? await clf(text, { top_k: null })
+    : await clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value });
   renderBars('#cls-out', result.map((r) => ({ ...r, dataset: { label: r.label } })));
+  $('#cls-out').dataset.method = result.method ?? 'classifier';
   setLatency('#cls-ms', result, clf);
 });
 $('#cls-zero-shot').addEventListener('click', () => {
   chosen.cls = DEFAULTS.cls;
-  $('#cls-zero-shot').hidden = true;
-  $('#cls-zs-options').hidden = false;
   ensure('cls').catch(() => {});
 });
+for (const id of ['#cls-labels', '#cls-template', '#cls-multi']) $(id).addEventListener('change', () => code('cls'));
 
 // --- Question answering ---
 action('qa', '#qa-run', async (qa) => {
@@ -296,16 +451,8 @@ async function filesFromDrop(items) {
 
 function choose(tab, task, source, name, dtype) {
   chosen[tab] = { task, source, name, dtype };
-  if (tab === 'cls') {
-    $('#cls-zero-shot').hidden = false;
-    $('#cls-zs-options').hidden = true;
-  }
-  ensure(tab).then(() => {
-    if (tab === 'qa') {
-      $('#qa-run').disabled = false;
-      $('#qa-notice').hidden = true;
-    }
-  }, () => {});
+  for (const out of OUTPUTS[tab]) $(out).replaceChildren(); // results of the previous model
+  ensure(tab).catch(() => {});
 }
 
 for (const div of document.querySelectorAll('.loader')) {
@@ -364,6 +511,7 @@ $('#device').addEventListener('change', () => {
   for (const tab of Object.keys(loaded)) {
     loaded[tab].pipe.dispose();
     delete loaded[tab];
+    sync(tab);
   }
   ensure(tabs.find((t) => t.getAttribute('aria-selected') === 'true').id.replace('tab-', '')).catch(() => {});
 });
@@ -380,4 +528,5 @@ webgpuAdapter().then((a) => {
 });
 
 if ('serviceWorker' in navigator) navigator.serviceWorker.register('sw.js').catch(() => {});
+for (const tab of Object.keys(DEFAULTS)) sync(tab);
 ensure('ner').catch(() => {});

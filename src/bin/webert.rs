@@ -72,7 +72,7 @@ mod cli {
     enum Cmd {
         /// Sentence embeddings (or ranking against --query)
         Embed(EmbedArgs),
-        /// Sequence classification; with --labels, zero-shot by embedding similarity
+        /// Sequence classification; with --labels, zero-shot (NLI entailment or embedding similarity)
         Classify(ClassifyArgs),
         /// Token classification (named entities, PII)
         Ner(NerArgs),
@@ -111,11 +111,12 @@ mod cli {
         /// Default: as the config says (softmax, or sigmoid for multi-label and one-logit heads)
         #[arg(long, value_enum)]
         function: Option<ScoreFn>,
-        /// Comma-separated candidate labels: zero-shot classification
+        /// Comma-separated candidate labels: zero-shot classification (by entailment on an NLI
+        /// classifier, by embedding similarity on any other encoder)
         #[arg(long)]
         labels: Option<String>,
-        #[arg(long, default_value = "This example is {}.")]
-        template: String,
+        #[arg(long, alias = "template", default_value = "This example is {}.")]
+        hypothesis_template: String,
         #[arg(long)]
         multi_label: bool,
     }
@@ -304,13 +305,22 @@ mod cli {
                 .filter(|l| !l.is_empty())
                 .collect();
             let opts = zero_shot::ZeroShotOptions {
-                hypothesis_template: a.template,
+                hypothesis_template: a.hypothesis_template,
                 multi_label: a.multi_label,
             };
-            let mut out = Vec::new();
-            for t in &texts {
-                out.push(zero_shot::zero_shot(&engine, t, &labels, &opts).await?);
-            }
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let ranked = zero_shot::zero_shot_many(&engine, &refs, &labels, &opts).await?;
+            let method = zero_shot::method(&engine);
+            let out = (refs.iter().zip(ranked))
+                .map(|(t, r)| {
+                    serde_json::json!({
+                        "sequence": t,
+                        "method": method,
+                        "labels": r.iter().map(|l| &l.label).collect::<Vec<_>>(),
+                        "scores": r.iter().map(|l| l.score).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
             return print(&engine, out);
         }
         let inputs: Vec<(&str, Option<&str>)> = (texts.iter())

@@ -2,7 +2,7 @@
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
 use super::calls;
-use crate::engine::{AutoOptions, Engine, LoadOptions, Want};
+use crate::engine::{AutoOptions, Engine, LoadOptions, Want, Watch};
 use crate::error::parse_name;
 use crate::model::ModelFiles;
 use std::cell::Cell;
@@ -115,6 +115,36 @@ impl ModelLoader {
     }
 }
 
+/// A JS function `(done, total) => Promise<boolean>` as the engine's [`Watch`].
+struct JsWatch(js_sys::Function);
+
+// SAFETY: the engine calls its watch only on the thread that made the call (the worker's); the
+// threads build's helpers never reach it. `Watch` is Send + Sync for native engines.
+unsafe impl Send for JsWatch {}
+unsafe impl Sync for JsWatch {}
+
+impl Watch for JsWatch {
+    fn between(
+        &self,
+        done: usize,
+        total: usize,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool>>> {
+        let answer = self.0.call2(
+            &JsValue::NULL,
+            &(done as u32).into(),
+            &(total as u32).into(),
+        );
+        Box::pin(async move {
+            match answer {
+                Ok(p) => wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&p))
+                    .await
+                    .is_ok_and(|v| v.as_bool() != Some(false)),
+                Err(_) => false,
+            }
+        })
+    }
+}
+
 fn js_error(e: crate::error::Error) -> JsError {
     JsError::new(&e.to_string())
 }
@@ -156,6 +186,24 @@ impl WebEngine {
     /// UTF-16 indices. Await each call before the next.
     pub fn call(&self, task: String, request: String) -> js_sys::Promise {
         self.one_at_a_time(|engine| async move { calls::call(&engine, &task, &request).await })
+    }
+
+    /// As `call`, watched: before each window (one per batch on the CPU) and at the end,
+    /// `watch(done, total)` is called; the promise it returns resolving to `false` cancels the
+    /// call. Awaiting that promise lets the worker's event loop run (an abort message) mid-call.
+    #[wasm_bindgen(js_name = callWatched)]
+    pub fn call_watched(
+        &self,
+        task: String,
+        request: String,
+        watch: js_sys::Function,
+    ) -> js_sys::Promise {
+        self.one_at_a_time(|engine| async move {
+            engine.set_watch(Some(std::sync::Arc::new(JsWatch(watch))));
+            let result = calls::call(&engine, &task, &request).await;
+            engine.set_watch(None);
+            result
+        })
     }
 
     /// Runs `work` on the engine as a promise of its JSON, refusing a second one meanwhile.

@@ -10,7 +10,7 @@ use crate::tasks::fill_mask::fill_mask;
 use crate::tasks::ner::{ner, Aggregation, NerOptions};
 use crate::tasks::qa::{answer, QaOptions};
 use crate::tasks::registry;
-use crate::tasks::zero_shot::{zero_shot, ZeroShotOptions};
+use crate::tasks::zero_shot::{self, zero_shot_many, ZeroShotOptions};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -270,11 +270,8 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
                 multi_label: r.multi_label.unwrap_or(d.multi_label),
             };
             let labels: Vec<&str> = r.candidate_labels.iter().map(String::as_str).collect();
-            let mut out = Vec::with_capacity(r.texts.len());
-            for t in &r.texts {
-                out.push(zero_shot(engine, t, &labels, &opts).await?);
-            }
-            to_json(&out)
+            let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();
+            to_json(&zero_shot_many(engine, &texts, &labels, &opts).await?)
         }
         other => Err(Error::Input(format!(
             "unknown task `{other}`; supported: {}",
@@ -299,6 +296,7 @@ pub fn info(engine: &Engine) -> String {
         "task": registry::head_task(c.architecture),
         "tasks": registry::tasks_for(c.architecture),
         "labels": c.id2label,
+        "zero_shot": zero_shot::method(engine),
         "max_length": engine.max_len(),
         "hidden_size": c.hidden_size,
         "num_layers": c.num_layers,

@@ -41,7 +41,7 @@ async function run(p, tab) {
   const before = await p.$eval(`#panel-${tab}`, (e) => Number(e.dataset.runs ?? 0));
   await p.click(`#${tab}-run`);
   await p.waitForFunction(([t, n]) => Number(document.querySelector(`#panel-${t}`).dataset.runs ?? 0) > n, [tab, before], { timeout: 120_000 });
-  const error = await p.$eval('#error', (e) => (e.hidden ? null : e.textContent));
+  const error = await p.$eval(`#${tab}-error`, (e) => (e.hidden ? null : e.textContent));
   assert.equal(error, null, `the page showed an error running ${tab}`);
 }
 
@@ -364,8 +364,8 @@ test('a bad model URL in the page shows a clear error', T, async () => {
   await page.click('#tab-qa');
   await page.fill('#panel-qa .loader input[type=text]', 'models/nothing-here/');
   await page.click('#panel-qa .loader button');
-  await page.waitForSelector('#error:not([hidden])');
-  assert.match(await page.textContent('#error'), /Could not load models\/nothing-here\/: http:\/\/127\.0\.0\.1:\d+\/models\/nothing-here\/config\.json: HTTP 404/);
+  await page.waitForSelector('#qa-error:not([hidden])');
+  assert.match(await page.textContent('#qa-error'), /Could not load models\/nothing-here\/: http:\/\/127\.0\.0\.1:\d+\/models\/nothing-here\/config\.json: HTTP 404/);
   await page.screenshot({ path: join(ARTIFACTS, 'error-bad-url.png'), fullPage: true });
   await page.click('#tab-ner');
 });

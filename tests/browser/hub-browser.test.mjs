@@ -117,8 +117,8 @@ test('demo: Hub entries load by id from the host, and say why they are unavailab
   assert.match(await demo.textContent('#panel-qa .hub-note'), /not tested here/);
   await demo.click(entry);
   // The entry asks for q8, which this fixture lacks: the page names the id and what there is.
-  await demo.waitForFunction(() => document.querySelector('#error').textContent.includes('Xenova'), null, { timeout: 60_000 });
-  const error = await demo.textContent('#error');
+  await demo.waitForFunction(() => document.querySelector('#qa-error').textContent.includes('Xenova'), null, { timeout: 60_000 });
+  const error = await demo.textContent('#qa-error');
   assert.match(error, /Could not load Xenova\/distilbert-base-cased-distilled-squad \(Hugging Face Hub, q8\): .*has no q8 weights .*it has: fp32 \(safetensors\)/);
   assert.ok(hub.requests('Xenova/distilbert-base-cased-distilled-squad', 'config.json').length > 0);
   await browser.context.setOffline(true);

@@ -122,6 +122,47 @@ test('MiniLM: embeddings, token states, similarity ranking and zero-shot match P
   }
 });
 
+test('zero-shot by an NLI model (seeded head) equals the HF pipeline; options as transformers.js', async () => {
+  const g = golden('nli.json');
+  const zs = await pipeline('zero-shot-classification', withHead('nli'));
+  assert.equal(zs.info.zero_shot, 'nli');
+  for (const c of g.cases) {
+    const hypothesis_template = c.hypothesis_template ?? undefined;
+    for (const key of ['single_label', 'multi_label']) {
+      const multi_label = key === 'multi_label';
+      const all = await zs(c.texts, c.candidate_labels, { multi_label, hypothesis_template });
+      assert.equal(all.method, 'nli');
+      c.results.forEach((r, i) => assertLabelScores(`${c.name} ${key}`, all[i], r[key].labels.map((label, j) => ({ label, score: r[key].scores[j] }))));
+    }
+    // the labels inside the options object, as `candidate_labels`
+    const one = await zs(c.texts[0], { candidate_labels: c.candidate_labels, hypothesis_template });
+    assertLabelScores(`${c.name} options`, one, c.results[0].single_label.labels.map((label, j) => ({ label, score: c.results[0].single_label.scores[j] })));
+  }
+  const sim = await pipeline('zero-shot-classification', join(MODELS, 'minilm'));
+  assert.equal((await sim('a text', ['a', 'b'])).method, 'similarity');
+});
+
+test('a watched call reports its windows, answers as unwatched, and stops between two when aborted', async () => {
+  const text = 'John Smith lives at 42 Elm Street, Springfield. '.repeat(200);
+  const opts = { aggregation_strategy: 'first' };
+  const key = (es) => es.map((e) => [e.entity_group, e.start, e.end]);
+  const plain = await pii(text, opts);
+  const seen = [];
+  const watched = await pii(text, { ...opts, onProgress: (p) => seen.push(p) });
+  assert.deepEqual(key(watched), key(plain));
+  const total = seen[0].total;
+  assert.ok(total >= 3, `several windows: ${JSON.stringify(seen)}`);
+  assert.deepEqual(seen, Array.from({ length: total + 1 }, (_, done) => ({ stage: 'windows', done, total })));
+
+  const ac = new AbortController();
+  const stoppedSeen = [];
+  const stopped = pii(text, { ...opts, signal: ac.signal, onProgress: (p) => stoppedSeen.push(p.done) === 2 && ac.abort() });
+  await assert.rejects(stopped, { name: 'AbortError' });
+  assert.deepEqual(key(await pii(text, opts)), key(plain), 'the next call answers');
+  assert.ok(Math.max(...stoppedSeen) <= 2, `the aborted call went on: ${stoppedSeen}`);
+  await assert.rejects(pii('John', { signal: AbortSignal.abort() }), { name: 'AbortError' });
+});
+
 test('text classification (seeded head): softmax, sigmoid, pairs, top_k', async () => {
   const g = golden('seqcls.json');
   const clf = await pipeline('text-classification', withHead('seqcls'));

@@ -67,7 +67,7 @@ export async function gatherFiles(source, opts, report, layout) {
   if (opts.dtype != null && !(opts.dtype in layout.dtypes)) layout.pick('', layout.required, opts.dtype);
   if (opts.hub) return fromHub(source, opts, progress, layout);
   if (typeof source === 'string' || source instanceof URL) {
-    const s = String(source);
+    const s = withScheme(String(source));
     if (isNode && !/^(https?|data|blob):/.test(s)) return fromNodeDir(s, opts, progress, layout);
     return fromUrl(s, opts, progress, layout);
   }
@@ -149,6 +149,37 @@ async function openCache(opts) {
   }
 }
 
+const HUB = /^(www\.)?(huggingface\.co|hf\.co)(\/|$)/i;
+
+/** A Hugging Face address typed without its scheme is absolute, not a path under the page. */
+export function withScheme(source) {
+  return HUB.test(source) ? `https://${source}` : source;
+}
+
+/** The folder URL of a model source, resolved against the page when it is relative. */
+export function folderUrl(base) {
+  const s = withScheme(base);
+  return new URL(s.endsWith('/') ? s : `${s}/`, typeof location !== 'undefined' ? location.href : undefined);
+}
+
+/** What to add to a failed fetch of `url`'s message: why it may have failed. */
+function fetchHint(url) {
+  const page = typeof location !== 'undefined' && /^https?:$/.test(location.protocol) ? location.origin : null;
+  if (!page || new URL(url).origin === page) return '';
+  // Browsers say only "Failed to fetch" (or "NetworkError…", "Load failed") for a refused
+  // cross-origin request; the likely causes are worth naming.
+  return `. The server may not allow cross-origin requests from ${page} (CORS: it must answer with Access-Control-Allow-Origin), or it cannot be reached`;
+}
+
+/** What a 404 of `url` most likely means. */
+function notFoundHint(url) {
+  const u = new URL(url);
+  if (HUB.test(u.host + '/') && !u.pathname.includes('/resolve/')) {
+    return ' (a Hugging Face model page is not its files: use https://huggingface.co/ORG/NAME/resolve/main/)';
+  }
+  return ' (not found; is this a Hugging Face model folder?)';
+}
+
 /** An error for a failed download; `retry`: trying again may help (a server error, a cut-off body). */
 function failure(message, { retry = false, notFound = false } = {}) {
   return Object.assign(new Error(message), { retry, notFound });
@@ -164,7 +195,7 @@ async function get(url, signal, optional, label) {
     res = await fetch(url, { signal });
   } catch (e) {
     if (signal?.aborted) throw signal.reason;
-    throw new Error(`network error fetching ${url}: ${e.message}`);
+    throw new Error(`network error fetching ${url}: ${e.message}${fetchHint(url)}`);
   }
   const missing = res.status === 404 || (label && res.status === 401);
   if (missing && optional) return null;
@@ -174,7 +205,7 @@ async function get(url, signal, optional, label) {
     throw failure(`${label}: ${name} not found (HTTP ${res.status} for ${url}; a private or gated model needs a token, which webert does not send)`, { notFound: true });
   }
   const retry = res.status >= 500 || res.status === 429;
-  const hint = res.status === 404 ? ' (not found; is this a Hugging Face model folder?)' : '';
+  const hint = res.status === 404 ? notFoundHint(url) : '';
   throw failure(`${label ? `${label}: ${name}: ` : ''}${url}: HTTP ${res.status}${hint}`, { retry, notFound: res.status === 404 });
 }
 
@@ -230,8 +261,7 @@ async function readBody(res, url, name, progress, signal) {
 }
 
 async function fromUrl(base, opts, progress, layout, label) {
-  const where = typeof location !== 'undefined' ? location.href : undefined;
-  const root = new URL(base.endsWith('/') ? base : `${base}/`, where);
+  const root = folderUrl(base);
   const signal = opts.signal;
   const cache = await openCache(opts);
   const files = new Map();
@@ -373,7 +403,7 @@ export async function clearCache(base, resolve = (b) => b) {
     await caches.delete(CACHE_NAME);
     return;
   }
-  const root = new URL(base.endsWith('/') ? base : `${base}/`, typeof location !== 'undefined' ? location.href : undefined).href;
+  const root = folderUrl(base).href;
   const cache = await caches.open(CACHE_NAME);
   for (const req of await cache.keys()) if (req.url.startsWith(root)) await cache.delete(req);
 }

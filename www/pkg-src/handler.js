@@ -8,16 +8,28 @@ import { Model } from './model.js';
 export class Handler {
   constructor() {
     this.model = null;
+    this.aborted = new Set(); // ids of watched calls the page gave up
+  }
+
+  /** Stops the watched call `id` before its next window (or before it starts). */
+  abort(id) {
+    this.aborted.add(id);
   }
 
   /** One message from the page; `progress` gets the load's progress events. */
-  async handle({ op, source, options, task, request, text, hook, arg }, progress) {
+  async handle({ op, id, source, options, task, request, watched, text, hook, arg }, progress) {
     switch (op) {
       case 'load':
         this.model = new Model(source, options);
         return this.model.load(progress);
-      case 'call':
-        return this.model.call(task, request);
+      case 'call': {
+        if (!watched) return this.model.call(task, request);
+        const watch = {
+          report: (done, total) => progress?.({ stage: 'windows', done, total }),
+          aborted: () => this.aborted.has(id),
+        };
+        return this.model.call(task, request, watch).finally(() => this.aborted.delete(id));
+      }
       case 'profile':
         return this.model.profile(text);
       case 'hook':

@@ -38,7 +38,7 @@ export class WorkerHost {
     this.worker.postMessage(msg);
   }
 
-  send(msg, { onProgress, lane } = {}) {
+  send(msg, { onProgress, lane, signal } = {}) {
     if (this.dead) return Promise.reject(this.dead);
     // The lane only when nothing is ahead of the call.
     if (lane && this.lane && this.pending.size === 0) {
@@ -49,6 +49,12 @@ export class WorkerHost {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onProgress });
       this.post({ ...msg, id });
+      // The call rejects at once; the worker stops it before its next window.
+      signal?.addEventListener('abort', () => {
+        if (!this.pending.delete(id)) return;
+        this.post({ abort: id });
+        reject(signal.reason);
+      }, { once: true });
     });
   }
 
@@ -86,9 +92,19 @@ export class LocalHost {
     this.laneStats = null;
   }
 
-  async send(msg, { onProgress } = {}) {
+  async send(msg, { onProgress, signal } = {}) {
     if (this.dead) throw this.dead;
-    return this.handler.handle(msg, onProgress);
+    const id = (this.next = (this.next ?? 0) + 1);
+    const answer = this.handler.handle({ ...msg, id }, onProgress);
+    if (!signal) return answer;
+    return new Promise((resolve, reject) => {
+      const abort = () => {
+        this.handler.abort(id);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', abort, { once: true });
+      answer.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+    });
   }
 
   fail(err) {

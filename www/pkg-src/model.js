@@ -69,14 +69,29 @@ export class Model {
     return !!this.engine && this.generation === runtime.generation;
   }
 
-  /** Runs one request; calls are answered in order, one at a time. */
-  call(task, request) {
+  /**
+   * Runs one request; calls are answered in order, one at a time. With `watch`
+   * (`{ report(done, total), aborted() }`) the call reports its windows and stops between two
+   * when `aborted()` says so; it runs asynchronously, so that the event loop (an abort message)
+   * turns between windows.
+   */
+  call(task, request, watch = null) {
     this.idleWarmUp.stop();
     return this.enqueue(async () => {
+      if (watch?.aborted()) throw new DOMException('the call was aborted', 'AbortError');
       if (!this.live) await this.load();
       const t0 = performance.now();
       const json = JSON.stringify(request);
-      const result = this.engine.hasGpu() ? await runtime.guarded(this.engine.call(task, json)) : this.engine.callSync(task, json);
+      let result;
+      if (watch) {
+        const between = (done, total) => {
+          watch.report(done, total);
+          return new Promise((ok) => setTimeout(() => ok(!watch.aborted()), 0));
+        };
+        result = await runtime.guarded(this.engine.callWatched(task, json, between));
+      } else {
+        result = this.engine.hasGpu() ? await runtime.guarded(this.engine.call(task, json)) : this.engine.callSync(task, json);
+      }
       return { value: JSON.parse(result), ...this.meta(t0) };
     });
   }

@@ -1,7 +1,7 @@
 // The hosts of this context's pipelines: a URL model is loaded once for all pipelines with equal
 // options, and its host ends with the last of them.
 
-import { isNode } from './files.js';
+import { isNode, withScheme } from './files.js';
 import { LocalHost, WorkerHost } from './host.js';
 
 const shared = new Map();
@@ -11,11 +11,9 @@ export function acquire(model, options, onProgress) {
   const inWorker = options.worker ?? (!isNode && typeof Worker !== 'undefined');
   const { signal, onProgress: _p, progress_callback: _c, ...rest } = options;
   const isUrl = typeof model === 'string' || model instanceof URL;
-  let source = model;
-  if (isUrl && typeof location !== 'undefined' && !/^[a-z]+:/i.test(String(model))) {
-    source = new URL(String(model), location.href).href; // the worker's base URL differs
-  } else if (isUrl) {
-    source = String(model);
+  let source = isUrl ? withScheme(String(model)) : model;
+  if (isUrl && typeof location !== 'undefined' && !/^[a-z]+:/i.test(source)) {
+    source = new URL(source, location.href).href; // the worker's base URL differs
   } else if (inWorker && typeof FileList !== 'undefined' && model instanceof FileList) {
     source = [...model];
   }

@@ -111,6 +111,12 @@ export interface ModelInfo {
   /** The task the checkpoint's head does (`feature-extraction` for a bare encoder). */
   task: string;
   labels: string[];
+  /**
+   * How `zero-shot-classification` works on this model: `'nli'` for a sequence classifier whose
+   * labels name entailment (an MNLI/XNLI checkpoint, as Hugging Face's pipeline), else
+   * `'similarity'` (sentence-embedding similarity of the text and each hypothesis).
+   */
+  zero_shot: 'nli' | 'similarity';
   max_length: number;
   hidden_size: number;
   num_layers: number;
@@ -147,7 +153,24 @@ export interface LabelScore {
   score: number;
 }
 
-export interface TextClassificationOptions {
+/** Progress of a watched call: windows of the input(s) run so far, out of `total`. */
+export interface CallProgress {
+  stage: 'windows';
+  done: number;
+  total: number;
+}
+/**
+ * Any call may be watched: it then reports its windows (long texts are cut into overlapping
+ * windows of the model's length) and stops before the next window when `signal` aborts (the
+ * promise rejects with `signal.reason` at once). A watched call skips the express lane and runs
+ * one window per batch on the CPU.
+ */
+export interface CallControl {
+  signal?: AbortSignal;
+  onProgress?: (p: CallProgress) => void;
+}
+
+export interface TextClassificationOptions extends CallControl {
   /** Labels to return, best first (default 1); `null` returns all. */
   top_k?: number | null;
   /** Default: sigmoid for multi-label or single-logit heads, softmax otherwise. */
@@ -160,7 +183,7 @@ export interface TextClassificationPipeline extends PipelineBase {
   (input: TextInput[], options?: TextClassificationOptions): Promise<WithMeta<LabelScore[][]>>;
 }
 
-export interface TokenClassificationOptions {
+export interface TokenClassificationOptions extends CallControl {
   /** As the HF pipeline; default `'none'` (one entry per token). */
   aggregation_strategy?: 'none' | 'simple' | 'first' | 'average' | 'max';
   /** Tokens shared by consecutive windows of a text longer than the model takes (default 16). */
@@ -188,7 +211,7 @@ export interface TokenClassificationPipeline extends PipelineBase {
   (texts: string[], options?: TokenClassificationOptions): Promise<WithMeta<Entity[][]>>;
 }
 
-export interface QuestionAnsweringOptions {
+export interface QuestionAnsweringOptions extends CallControl {
   top_k?: number;
   /** Window length (default min(model max, 384)). */
   max_seq_len?: number;
@@ -213,7 +236,7 @@ export interface QuestionAnsweringPipeline extends PipelineBase {
   (input: { question: string; context: string }, options?: QuestionAnsweringOptions): Promise<WithMeta<Answer[]>>;
 }
 
-export interface FeatureExtractionOptions {
+export interface FeatureExtractionOptions extends CallControl {
   /** Default `'mean'`; `'none'` returns every token's hidden state. */
   pooling?: 'mean' | 'cls' | 'max' | 'none';
   /** L2-normalise each vector (default false). */
@@ -232,10 +255,10 @@ export interface FeatureExtractionPipeline extends PipelineBase {
   (text: string, options: FeatureExtractionOptions & { pooling: 'none' }): Promise<WithMeta<number[][]>>;
   (texts: string[], options: FeatureExtractionOptions & { pooling: 'none' }): Promise<WithMeta<number[][][]>>;
   /** Documents by cosine similarity to the query, best first. */
-  rank(query: string, documents: string[], options?: { pooling?: 'mean' | 'cls' | 'max'; truncation?: Truncation }): Promise<WithMeta<Ranked[]>>;
+  rank(query: string, documents: string[], options?: CallControl & { pooling?: 'mean' | 'cls' | 'max'; truncation?: Truncation }): Promise<WithMeta<Ranked[]>>;
 }
 
-export interface FillMaskOptions {
+export interface FillMaskOptions extends CallControl {
   /** Default 5. */
   top_k?: number;
   truncation?: Truncation;
@@ -252,16 +275,27 @@ export interface FillMaskPipeline extends PipelineBase {
   (texts: string[], options?: FillMaskOptions): Promise<WithMeta<Prediction[][][]>>;
 }
 
-export interface ZeroShotOptions {
+export interface ZeroShotOptions extends CallControl {
   /** Default `'This example is {}.'`. */
   hypothesis_template?: string;
-  /** Independent sigmoid scores instead of a softmax over the labels. */
+  /** Labels judged independently (several may hold) instead of one distribution over them. */
   multi_label?: boolean;
 }
+/**
+ * Labels best first, with `method` (`ModelInfo.zero_shot`) saying how they were scored:
+ * - `'nli'` (an NLI classifier, as Hugging Face's pipeline; every (text, label) pair in one
+ *   batch): softmax of the entailment logits across the labels; with `multi_label` (or one
+ *   label), per label the probability of entailment against contradiction.
+ * - `'similarity'` (any other encoder): softmax(20·cos) of sentence embeddings across labels, or
+ *   sigmoid(20·cos) per label with `multi_label`: relative similarities, not probabilities (no
+ *   0.5 threshold applies).
+ */
+export type ZeroShotResult<T> = WithMeta<T> & { readonly method: 'nli' | 'similarity' };
 export interface ZeroShotPipeline extends PipelineBase {
-  /** Labels best first; scores are softmax(20·cos) of sentence embeddings (or sigmoid with multi_label). */
-  (text: string, labels: string[] | string, options?: ZeroShotOptions): Promise<WithMeta<LabelScore[]>>;
-  (texts: string[], labels: string[] | string, options?: ZeroShotOptions): Promise<WithMeta<LabelScore[][]>>;
+  (text: string, labels: string[] | string, options?: ZeroShotOptions): Promise<ZeroShotResult<LabelScore[]>>;
+  (texts: string[], labels: string[] | string, options?: ZeroShotOptions): Promise<ZeroShotResult<LabelScore[][]>>;
+  (text: string, options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<LabelScore[]>>;
+  (texts: string[], options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<LabelScore[][]>>;
 }
 
 export interface PipelineByTask {

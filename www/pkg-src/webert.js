@@ -60,6 +60,10 @@ const RUNNERS = {
   'feature-extraction': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   'fill-mask': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   'zero-shot-classification': (run) => async (input, labels, o = {}) => {
+    // transformers.js passes the labels second; an options object with `candidate_labels` too.
+    if (labels && typeof labels === 'object' && !Array.isArray(labels)) [labels, o] = [labels.candidate_labels, labels];
+    const { candidate_labels: _, ...rest } = o;
+    o = rest;
     const candidate_labels = typeof labels === 'string' ? labels.split(',').map((l) => l.trim()).filter(Boolean) : labels;
     if (!Array.isArray(candidate_labels)) throw new TypeError('candidate labels must be an array of strings or a comma-separated string');
     const request = { ...o, texts: texts(input), candidate_labels: candidate_labels.map((l) => text(l, 'label')) };
@@ -98,13 +102,17 @@ export async function pipeline(task, model, options = {}) {
     throw new Error(`this model cannot do ${kind}: it is a ${info.model_type} model with a ${info.task} head`);
   }
   const { host } = entry;
-  const call = (wasmTask) => async (request, single) => {
+  const call = (wasmTask) => async ({ signal, onProgress, ...request }, single) => {
+    signal?.throwIfAborted();
     const t0 = performance.now();
-    const lane = () => laneRequest('call', wasmTask, JSON.stringify(request));
-    const { value, ms, backend, gpu_failure } = await host.send({ op: 'call', task: wasmTask, request }, { lane });
+    // A watched call reports its windows and stops between them when `signal` aborts.
+    const watched = !!(signal || onProgress);
+    const lane = watched ? undefined : () => laneRequest('call', wasmTask, JSON.stringify(request));
+    const { value, ms, backend, gpu_failure } = await host.send({ op: 'call', task: wasmTask, request, watched }, { lane, onProgress, signal });
     state.backend = backend;
     state.gpu_failure = gpu_failure;
-    return withMeta(single ? value[0] : value, { backend, ms, wall_ms: performance.now() - t0 });
+    const extra = wasmTask === 'zero-shot-classification' ? { method: info.zero_shot } : {};
+    return withMeta(single ? value[0] : value, { backend, ms, wall_ms: performance.now() - t0, ...extra });
   };
   const state = { backend: info.backend, gpu_failure: info.gpu_failure };
   const fn = RUNNERS[kind](call(kind));

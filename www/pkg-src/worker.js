@@ -43,6 +43,7 @@ self.onmessage = ({ data }) => {
     return;
   }
   lane?.count();
+  if (data.abort !== undefined) return handler.abort(data.abort); // not queued: the call is running
   handling++;
   const progress = (p) => self.postMessage({ id: data.id, progress: p });
   queue = queue.then(async () => {

@@ -1,0 +1,73 @@
+//! A watched call: progress by window on a long text, the same entities as unwatched, and a
+//! cancel between windows that stops the call (and leaves the engine usable).
+
+mod common;
+use common::*;
+use pollster::block_on;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use webert::engine::Watch;
+use webert::error::Error;
+use webert::tasks::ner::{ner, Aggregation, NerOptions};
+
+/// Records every report; answers `false` once `stop_at` windows are done.
+struct Recorder {
+    seen: Mutex<Vec<(usize, usize)>>,
+    stop_at: usize,
+}
+
+impl Watch for Recorder {
+    fn between(&self, done: usize, total: usize) -> Pin<Box<dyn Future<Output = bool>>> {
+        self.seen.lock().unwrap().push((done, total));
+        let go_on = done < self.stop_at;
+        Box::pin(async move { go_on })
+    }
+}
+
+#[test]
+fn a_watched_call_reports_each_window_and_stops_when_told() {
+    let e = engine(&model_dir("pii"));
+    let text = "John Smith lives at 42 Elm Street, Springfield. ".repeat(200);
+    let opts = NerOptions {
+        aggregation: Aggregation::First,
+        ..Default::default()
+    };
+    let plain = block_on(ner(&e, &text, &opts)).unwrap();
+
+    let all = Arc::new(Recorder {
+        seen: Mutex::new(Vec::new()),
+        stop_at: usize::MAX,
+    });
+    e.set_watch(Some(all.clone()));
+    let watched = block_on(ner(&e, &text, &opts)).unwrap();
+    e.set_watch(None);
+    assert_eq!(watched.len(), plain.len());
+    for (a, b) in watched.iter().zip(&plain) {
+        assert_eq!(
+            (&a.entity_group, a.start, a.end),
+            (&b.entity_group, b.start, b.end)
+        );
+        assert!((a.score - b.score).abs() < 1e-4);
+    }
+    let seen = all.seen.lock().unwrap().clone();
+    let total = seen[0].1;
+    assert!(total >= 3, "the text should need several windows: {seen:?}");
+    let want: Vec<(usize, usize)> = (0..=total).map(|d| (d, total)).collect();
+    assert_eq!(seen, want, "one report per window and one at the end");
+
+    let stop = Arc::new(Recorder {
+        seen: Mutex::new(Vec::new()),
+        stop_at: 2,
+    });
+    e.set_watch(Some(stop.clone()));
+    let err = block_on(ner(&e, &text, &opts)).unwrap_err();
+    e.set_watch(None);
+    assert!(matches!(err, Error::Cancelled), "{err}");
+    assert_eq!(
+        stop.seen.lock().unwrap().len(),
+        3,
+        "stopped before the third window"
+    );
+    assert_eq!(block_on(ner(&e, &text, &opts)).unwrap().len(), plain.len());
+}

@@ -1,0 +1,87 @@
+//! Zero-shot classification by NLI: a seeded NLI-shaped head on the real MiniLM encoder
+//! (`tests/heads/nli`, `scripts/make_nli_golden.py`) against Hugging Face's
+//! `ZeroShotClassificationPipeline`, single- and multi-label, default and custom templates,
+//! several texts in one batch; on the CPU and on a GPU adapter (lavapipe in CI).
+
+mod common;
+use common::*;
+use pollster::block_on;
+use webert::engine::{Device, Engine, GpuOptions, LoadOptions};
+use webert::model::ModelFiles;
+use webert::tasks::zero_shot::{method, zero_shot_many, Method, ZeroShotOptions};
+
+/// The NLI test folder, made once: the tests of this file run in parallel threads and
+/// `with_head` replaces the folder each time.
+fn nli_dir() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| with_head("nli"))
+}
+
+fn check(e: &Engine, what: &str) {
+    assert_eq!(method(e), Method::Nli);
+    let g = golden("nli.json");
+    for case in g["cases"].as_array().unwrap() {
+        let name = str_of(case, "name");
+        let texts: Vec<&str> = strs(&case["texts"]);
+        let labels: Vec<&str> = strs(&case["candidate_labels"]);
+        let template =
+            opt_str(case, "hypothesis_template").unwrap_or(str_of(&g, "default_template"));
+        for (key, multi) in [("single_label", false), ("multi_label", true)] {
+            let opts = ZeroShotOptions {
+                hypothesis_template: template.into(),
+                multi_label: multi,
+            };
+            let got = block_on(zero_shot_many(e, &texts, &labels, &opts)).unwrap();
+            for (i, r) in case["results"].as_array().unwrap().iter().enumerate() {
+                let want = &r[key];
+                let tag = format!("{what} {name}[{i}] {key}");
+                let got_labels: Vec<&str> = got[i].iter().map(|l| l.label.as_str()).collect();
+                assert_eq!(got_labels, strs(&want["labels"]), "{tag}");
+                let scores: Vec<f32> = got[i].iter().map(|l| l.score).collect();
+                assert_close(&tag, &scores, &floats(&want["scores"]), 1e-4);
+            }
+        }
+    }
+}
+
+fn strs(v: &serde_json::Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn nli_zero_shot_matches_the_hf_pipeline_on_cpu() {
+    check(&engine(nli_dir()), "cpu");
+}
+
+#[test]
+fn nli_zero_shot_matches_the_hf_pipeline_on_gpu() {
+    let files = ModelFiles::from_dir(nli_dir()).unwrap();
+    let options = LoadOptions {
+        device: Device::Gpu,
+        gpu: GpuOptions {
+            max_binding: None,
+            f16: Some(false),
+        },
+        ..Default::default()
+    };
+    match block_on(Engine::load(files, options)) {
+        Ok(e) => check(&e, "gpu"),
+        Err(err)
+            if std::env::var_os("CI").is_some()
+                || std::env::var_os("WEBERT_REQUIRE_GPU").is_some() =>
+        {
+            panic!("a GPU adapter is required here: {err}")
+        }
+        Err(err) => eprintln!("skipping GPU test: {err}"),
+    }
+}
+
+#[test]
+fn a_classifier_without_an_entailment_label_and_a_bare_encoder_use_similarity() {
+    assert_eq!(method(&engine(&with_head("seqcls"))), Method::Similarity);
+    assert_eq!(method(&engine(&model_dir("minilm"))), Method::Similarity);
+}

@@ -4,6 +4,7 @@ pub mod classify;
 pub mod embed;
 pub mod fill_mask;
 pub mod ner;
+pub mod next_sentence;
 pub mod qa;
 pub mod registry;
 pub mod zero_shot;

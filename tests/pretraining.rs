@@ -1,13 +1,61 @@
 //! BERT's pre-training heads on the real splade-tiny encoder: next-sentence prediction (seeded
-//! `BertForNextSentencePrediction` and `BertForPreTraining` heads) against PyTorch, and the
-//! typed errors of models without the head a task needs. Goldens: scripts/make_mlm_goldens.py.
+//! `BertForNextSentencePrediction` and `BertForPreTraining` heads) and masked-LM
+//! pseudo-log-likelihoods against PyTorch, and the typed errors of models without the head a
+//! task needs. Goldens: scripts/make_mlm_goldens.py.
 
 mod common;
 use common::*;
 use pollster::block_on;
 use webert::tasks::fill_mask::fill_mask;
 use webert::tasks::next_sentence::next_sentence;
+use webert::tasks::scoring::{score, ScoreOptions, Scored};
 use webert::Error;
+
+/// Every golden PLL case: tokens and offsets exact, per-token log-probabilities within 1e-3,
+/// the sum within 1e-3 × max(1, |PLL|). Cases of one window length run as one call.
+fn check_pll(e: &webert::engine::Engine) {
+    let g = golden("pll.json");
+    let cases = g["cases"].as_array().unwrap();
+    let mut worst = (0.0f32, 0.0f32);
+    for max_len in [None, Some(24), Some(64)] {
+        let mine: Vec<&serde_json::Value> = (cases.iter())
+            .filter(|c| c["max_length"].as_u64().map(|m| m as usize) == max_len)
+            .collect();
+        let texts: Vec<&str> = mine.iter().map(|c| str_of(c, "text")).collect();
+        let got = block_on(score(e, &texts, ScoreOptions { max_len })).unwrap();
+        assert_eq!(got.len(), texts.len());
+        for (c, r) in mine.iter().zip(&got) {
+            worst = compare_pll(c, r, worst);
+        }
+    }
+    eprintln!(
+        "PLL: worst token log-prob diff {:.2e}, worst PLL diff {:.2e} (relative to max(1, |PLL|))",
+        worst.0, worst.1
+    );
+}
+
+fn compare_pll(c: &serde_json::Value, r: &Scored, worst: (f32, f32)) -> (f32, f32) {
+    let text = str_of(c, "text");
+    let want = c["tokens"].as_array().unwrap();
+    assert_eq!(r.tokens.len(), want.len(), "{text}");
+    let mut token_diff = worst.0;
+    for (t, w) in r.tokens.iter().zip(want) {
+        assert_eq!(t.token, str_of(w, "token"), "{text}");
+        let span = (w["start"].as_u64().unwrap(), w["end"].as_u64().unwrap());
+        assert_eq!((t.start as u64, t.end as u64), span, "{text}: {}", t.token);
+        let d = (t.log_prob - w["log_prob"].as_f64().unwrap() as f32).abs();
+        assert!(d <= 1e-3, "{text}: {} log-prob off by {d}", t.token);
+        token_diff = token_diff.max(d);
+    }
+    let pll = c["pseudo_log_likelihood"].as_f64().unwrap() as f32;
+    let d = (r.pseudo_log_likelihood - pll).abs() / pll.abs().max(1.0);
+    assert!(
+        d <= 1e-3,
+        "{text}: PLL {} vs {pll}",
+        r.pseudo_log_likelihood
+    );
+    (token_diff, worst.1.max(d))
+}
 
 /// IsNext / NotNext probabilities of every golden pair of `kind`, one pair at a time and all
 /// of them in one batch.
@@ -57,6 +105,32 @@ fn pretraining_model_runs_both_heads() {
 }
 
 #[test]
+fn pseudo_log_likelihood_matches_pytorch() {
+    check_pll(&engine(&model_dir("splade-tiny")));
+}
+
+#[test]
+fn pseudo_log_likelihood_on_the_pretraining_model() {
+    check_pll(&engine(&with_head_on("splade-tiny", "pretraining")));
+}
+
+#[test]
+fn scoring_texts_together_or_alone_agrees() {
+    let e = engine(&model_dir("splade-tiny"));
+    let texts = ["He walked to school.", "", "Walked he school to."];
+    let opts = ScoreOptions { max_len: Some(6) };
+    let together = block_on(score(&e, &texts, opts)).unwrap();
+    for (t, r) in texts.iter().zip(&together) {
+        let alone = block_on(score(&e, &[t], opts)).unwrap().remove(0);
+        assert_eq!(&alone, r);
+    }
+    assert!(together[1].tokens.is_empty() && together[1].pseudo_log_likelihood == 0.0);
+    // A window with no room for the text after [CLS] and [SEP] is an error, not a panic.
+    let err = block_on(score(&e, &texts, ScoreOptions { max_len: Some(2) })).unwrap_err();
+    assert!(err.to_string().contains("no room"), "{err}");
+}
+
+#[test]
 fn tasks_on_models_without_their_head_name_the_architecture() {
     let mlm = engine(&model_dir("splade-tiny"));
     let err = block_on(next_sentence(&mlm, &[("a", "b")], None)).unwrap_err();
@@ -71,5 +145,12 @@ fn tasks_on_models_without_their_head_name_the_architecture() {
     assert!(
         err.to_string().contains("BertForNextSentencePrediction"),
         "{err}"
+    );
+    let err = block_on(score(&nsp, &["a text"], ScoreOptions::default())).unwrap_err();
+    assert!(matches!(err, Error::WrongHead(..)), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("masked-LM") && msg.contains("BertForNextSentencePrediction"),
+        "{msg}"
     );
 }

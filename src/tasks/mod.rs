@@ -7,6 +7,7 @@ pub mod ner;
 pub mod next_sentence;
 pub mod qa;
 pub mod registry;
+pub mod scoring;
 pub mod zero_shot;
 
 use serde::Serialize;

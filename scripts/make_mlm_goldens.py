@@ -69,6 +69,7 @@ PLL_TEXTS = [
     {"text": "Paris is the capital of France."},
     {"text": "the the of cat mat sat on"},
     {"text": "Zoë visited Zürich and São Paulo — naïve café ☕ in 2019!"},
+    {"text": "Emoji 😀 then words 🤗 after."},
     {"text": "A"},
     {"text": ""},
 ]

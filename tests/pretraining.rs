@@ -4,87 +4,13 @@
 //! task needs. Goldens: scripts/make_mlm_goldens.py.
 
 mod common;
+use common::pretraining::{check_nsp, check_pll};
 use common::*;
 use pollster::block_on;
 use webert::tasks::fill_mask::fill_mask;
 use webert::tasks::next_sentence::next_sentence;
-use webert::tasks::scoring::{score, ScoreOptions, Scored};
+use webert::tasks::scoring::{score, ScoreOptions};
 use webert::Error;
-
-/// Every golden PLL case: tokens and offsets exact, per-token log-probabilities within 1e-3,
-/// the sum within 1e-3 × max(1, |PLL|). Cases of one window length run as one call.
-fn check_pll(e: &webert::engine::Engine) {
-    let g = golden("pll.json");
-    let cases = g["cases"].as_array().unwrap();
-    let mut worst = (0.0f32, 0.0f32);
-    for max_len in [None, Some(24), Some(64)] {
-        let mine: Vec<&serde_json::Value> = (cases.iter())
-            .filter(|c| c["max_length"].as_u64().map(|m| m as usize) == max_len)
-            .collect();
-        let texts: Vec<&str> = mine.iter().map(|c| str_of(c, "text")).collect();
-        let got = block_on(score(e, &texts, ScoreOptions { max_len })).unwrap();
-        assert_eq!(got.len(), texts.len());
-        for (c, r) in mine.iter().zip(&got) {
-            worst = compare_pll(c, r, worst);
-        }
-    }
-    eprintln!(
-        "PLL: worst token log-prob diff {:.2e}, worst PLL diff {:.2e} (relative to max(1, |PLL|))",
-        worst.0, worst.1
-    );
-}
-
-fn compare_pll(c: &serde_json::Value, r: &Scored, worst: (f32, f32)) -> (f32, f32) {
-    let text = str_of(c, "text");
-    let want = c["tokens"].as_array().unwrap();
-    assert_eq!(r.tokens.len(), want.len(), "{text}");
-    let mut token_diff = worst.0;
-    for (t, w) in r.tokens.iter().zip(want) {
-        assert_eq!(t.token, str_of(w, "token"), "{text}");
-        let span = (w["start"].as_u64().unwrap(), w["end"].as_u64().unwrap());
-        assert_eq!((t.start as u64, t.end as u64), span, "{text}: {}", t.token);
-        let d = (t.log_prob - w["log_prob"].as_f64().unwrap() as f32).abs();
-        assert!(d <= 1e-3, "{text}: {} log-prob off by {d}", t.token);
-        token_diff = token_diff.max(d);
-    }
-    let pll = c["pseudo_log_likelihood"].as_f64().unwrap() as f32;
-    let d = (r.pseudo_log_likelihood - pll).abs() / pll.abs().max(1.0);
-    assert!(
-        d <= 1e-3,
-        "{text}: PLL {} vs {pll}",
-        r.pseudo_log_likelihood
-    );
-    (token_diff, worst.1.max(d))
-}
-
-/// IsNext / NotNext probabilities of every golden pair of `kind`, one pair at a time and all
-/// of them in one batch.
-fn check_nsp(e: &webert::engine::Engine, kind: &str) {
-    let g = golden("nsp.json");
-    let cases = g["models"][kind]["cases"].as_array().unwrap();
-    let pairs: Vec<(&str, &str)> = (cases.iter())
-        .map(|c| (str_of(c, "text"), str_of(c, "text_pair")))
-        .collect();
-    let batched = block_on(next_sentence(e, &pairs, None)).unwrap();
-    for (i, c) in cases.iter().enumerate() {
-        let enc = e.encode(pairs[i].0, Some(pairs[i].1), None).unwrap();
-        assert_eq!(enc.get_ids(), ids(&c["input_ids"]).as_slice());
-        assert_eq!(enc.get_type_ids(), ids(&c["token_type_ids"]).as_slice());
-        let alone = block_on(next_sentence(e, &pairs[i..i + 1], None))
-            .unwrap()
-            .remove(0);
-        let want = floats(&c["probs"]);
-        for got in [&alone, &batched[i]] {
-            assert!(got[0].score >= got[1].score, "{kind} {i}: sorted");
-            let mut probs = [0.0; 2];
-            for ls in got.iter() {
-                let at = ["IsNext", "NotNext"].iter().position(|l| *l == ls.label);
-                probs[at.expect("label")] = ls.score;
-            }
-            assert_close(&format!("{kind} pair {i}"), &probs, &want, 1e-4);
-        }
-    }
-}
 
 #[test]
 fn next_sentence_prediction_matches_pytorch() {
@@ -152,5 +78,98 @@ fn tasks_on_models_without_their_head_name_the_architecture() {
     assert!(
         msg.contains("masked-LM") && msg.contains("BertForNextSentencePrediction"),
         "{msg}"
+    );
+}
+
+#[test]
+fn only_bert_has_next_sentence_and_pre_training_heads() {
+    use webert::model::{Architecture, ModelConfig};
+    let config = std::fs::read_to_string(model_dir("splade-tiny").join("config.json")).unwrap();
+    let with = |arch: &str, model_type: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(&config).unwrap();
+        v["architectures"] = serde_json::json!([arch]);
+        v["model_type"] = serde_json::json!(model_type);
+        ModelConfig::from_json("config.json", &v.to_string())
+    };
+    let c = with("BertForPreTraining", "bert").unwrap();
+    assert_eq!(c.architecture, Architecture::PreTraining);
+    assert_eq!(c.architecture_name(), "BertForPreTraining");
+    // ELECTRA's *ForPreTraining is a discriminator, not BERT's two heads.
+    let err = with("ElectraForPreTraining", "electra").unwrap_err();
+    assert!(matches!(err, Error::UnsupportedArchitecture(_)), "{err:?}");
+    assert!(err.to_string().contains("ElectraForPreTraining"), "{err}");
+}
+
+/// Benchmark (prints figures, asserts none): PLL of a 61-token text on splade-tiny, the masked
+/// copies batched with one picked row each (what `score` does), against one forward per
+/// copy, and against batches that decode every row. `cargo test --release --test pretraining
+/// -- --ignored --nocapture pll_batching`.
+#[test]
+#[ignore]
+fn pll_batching_speed() {
+    use std::time::Instant;
+    use tokenizers::Encoding;
+    use webert::engine::Want;
+    let e = engine(&model_dir("splade-tiny"));
+    let g = golden("pll.json");
+    let text = str_of(&g["cases"][9], "text");
+    let enc = e.encode(text, None, None).unwrap();
+    let n = enc.len();
+    let mask = e.tokenizer.mask_id.unwrap();
+    let copies: Vec<Encoding> = (1..n - 1)
+        .map(|i| {
+            let mut ids = enc.get_ids().to_vec();
+            ids[i] = mask;
+            let z = vec![0; n];
+            let one = vec![1; n];
+            let (v, o) = (Vec::new(), Vec::new());
+            Encoding::new(
+                ids,
+                z,
+                v,
+                Vec::new(),
+                o,
+                Vec::new(),
+                one,
+                Vec::new(),
+                Default::default(),
+            )
+        })
+        .collect();
+    let picked: Vec<Vec<usize>> = (1..n - 1).map(|i| vec![i]).collect();
+    let every: Vec<Vec<usize>> = (1..n - 1).map(|_| (0..n).collect()).collect();
+    let best = |f: &dyn Fn()| {
+        f();
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let batched = best(&|| {
+        block_on(score(&e, &[text], ScoreOptions::default())).unwrap();
+    });
+    let one_by_one = best(&|| {
+        for (c, p) in copies.iter().zip(&picked) {
+            block_on(e.run(
+                std::slice::from_ref(c),
+                Want::Logits,
+                std::slice::from_ref(p),
+            ))
+            .unwrap();
+        }
+    });
+    let all_rows = best(&|| {
+        block_on(e.run(&copies, Want::Logits, &every)).unwrap();
+    });
+    eprintln!(
+        "PLL of {} tokens ({}): batched, one row each {batched:.1} ms; one forward per copy \
+         {one_by_one:.1} ms ({:.2}x); batched, every row decoded {all_rows:.1} ms ({:.2}x)",
+        n - 2,
+        e.backend(),
+        one_by_one / batched,
+        all_rows / batched
     );
 }

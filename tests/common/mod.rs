@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use webert::engine::{Engine, LoadOptions};
 use webert::model::ModelFiles;
 
+pub mod pretraining;
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

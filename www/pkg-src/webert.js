@@ -53,6 +53,14 @@ const RUNNERS = {
   },
   'feature-extraction': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   'fill-mask': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
+  'text-scoring': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
+  'next-sentence-prediction': (run) => async (input, o = {}) => {
+    const pair = (x) => {
+      if (typeof x?.text_pair !== 'string') throw new TypeError('next-sentence-prediction takes { text, text_pair } (or an array of them)');
+      return { text: text(x.text), text_pair: text(x.text_pair, 'text_pair') };
+    };
+    return run({ ...o, inputs: (Array.isArray(input) ? input : [input]).map(pair) }, !Array.isArray(input));
+  },
   'zero-shot-classification': (run) => async (input, labels, o = {}) => {
     const candidate_labels = typeof labels === 'string' ? labels.split(',').map((l) => l.trim()).filter(Boolean) : labels;
     if (!Array.isArray(candidate_labels)) throw new TypeError('candidate labels must be an array of strings or a comma-separated string');
@@ -108,6 +116,7 @@ export async function pipeline(task, model, options = {}) {
       return r;
     };
   }
+  if (kind === 'fill-mask') fn.score = RUNNERS['text-scoring'](call('text-scoring'));
   let disposed = false;
   Object.defineProperties(fn, {
     backend: { get: () => state.backend, enumerable: true },

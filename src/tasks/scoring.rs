@@ -92,7 +92,13 @@ pub async fn score(engine: &Engine, texts: &[&str], opts: ScoreOptions) -> Resul
                     out.logits.len()
                 ))
             })?;
-            let lp = log_softmax_at(row, c.orig as usize);
+            // A tokenizer may know ids past the model's vocabulary (added tokens).
+            let lp = log_softmax_at(row, c.orig as usize).ok_or_else(|| {
+                Error::Input(format!(
+                    "token id {} is outside the vocabulary of {vocab}",
+                    c.orig
+                ))
+            })?;
             sums[c.text] += lp;
             results[c.text].tokens[c.token].log_prob = lp as f32;
         }
@@ -172,11 +178,11 @@ fn sequence(ids: &[u32]) -> Encoding {
     )
 }
 
-/// `log_softmax(row)[id]`, in f64.
-fn log_softmax_at(row: &[f32], id: usize) -> f64 {
+/// `log_softmax(row)[id]`, in f64; `None` when `id` is past the row.
+fn log_softmax_at(row: &[f32], id: usize) -> Option<f64> {
     let max = row.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x)) as f64;
     let sum: f64 = row.iter().map(|&x| (x as f64 - max).exp()).sum();
-    row[id] as f64 - max - sum.ln()
+    Some(*row.get(id)? as f64 - max - sum.ln())
 }
 
 #[cfg(test)]
@@ -199,6 +205,7 @@ mod tests {
     fn log_softmax_matches_the_formula() {
         let row = [1.0f32, 2.0, 3.0];
         let z: f64 = row.iter().map(|&x| (x as f64).exp()).sum();
-        assert!((log_softmax_at(&row, 1) - (2.0 - z.ln())).abs() < 1e-12);
+        assert!((log_softmax_at(&row, 1).unwrap() - (2.0 - z.ln())).abs() < 1e-12);
+        assert_eq!(log_softmax_at(&row, 3), None);
     }
 }

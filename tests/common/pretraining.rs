@@ -16,6 +16,7 @@ pub fn check_nsp(e: &Engine, kind: &str) {
         .map(|c| (str_of(c, "text"), str_of(c, "text_pair")))
         .collect();
     let batched = block_on(next_sentence(e, &pairs, None)).unwrap();
+    let mut worst = 0.0f32;
     for (i, c) in cases.iter().enumerate() {
         let enc = e.encode(pairs[i].0, Some(pairs[i].1), None).unwrap();
         assert_eq!(enc.get_ids(), ids(&c["input_ids"]).as_slice());
@@ -32,8 +33,13 @@ pub fn check_nsp(e: &Engine, kind: &str) {
                 probs[at.expect("label")] = ls.score;
             }
             assert_close(&format!("{kind} pair {i}"), &probs, &want, 1e-4);
+            worst = worst.max(max_abs_diff(&probs, &want));
         }
     }
+    eprintln!(
+        "NSP ({kind}, {}): worst probability diff {worst:.2e}",
+        e.backend()
+    );
 }
 
 /// Every golden PLL case: tokens and offsets exact, per-token log-probabilities within 1e-3,
@@ -54,8 +60,10 @@ pub fn check_pll(e: &Engine) {
         }
     }
     eprintln!(
-        "PLL: worst token log-prob diff {:.2e}, worst PLL diff {:.2e} (relative to max(1, |PLL|))",
-        worst.0, worst.1
+        "PLL ({}): worst token log-prob diff {:.2e}, worst PLL diff {:.2e} (relative to max(1, |PLL|))",
+        e.backend(),
+        worst.0,
+        worst.1
     );
 }
 

@@ -8,7 +8,7 @@ pub use crate::exec::{Quantized, Want};
 pub use crate::gpu::GpuOptions;
 use crate::gpu::{GpuContext, GpuExecutor};
 use crate::model::{
-    Architecture, ModelConfig, ModelFiles, Plan, Rows, TextTokenizer, Weights, Windowing,
+    Architecture, HeadKind, ModelConfig, ModelFiles, Plan, Rows, TextTokenizer, Weights, Windowing,
 };
 use std::sync::{Arc, Mutex};
 use tokenizers::Encoding;
@@ -225,9 +225,9 @@ impl Engine {
     /// What the probe's forwards ask for: the head's logits where there is a head (what
     /// tasks read), else the hidden state.
     fn probe_want(&self) -> Want {
-        match self.plan.logits {
-            Some(_) => Want::Logits,
-            None => Want::Hidden,
+        match self.plan.heads.is_empty() {
+            false => Want::Logits,
+            true => Want::Hidden,
         }
     }
 
@@ -287,7 +287,7 @@ impl Engine {
         if let Some(cls) = self.tokenizer.cls_id {
             ids[0] = cls;
         }
-        let picks = self.plan.logits_rows() == Some(Rows::Picked);
+        let picks = self.plan.logits_rows(0) == Some(Rows::Picked);
         Batch {
             ids,
             type_ids: vec![0; n],
@@ -457,12 +457,17 @@ impl Engine {
 
     pub fn require(&self, arch: Architecture, what: &'static str) -> Result<()> {
         if self.config.architecture != arch {
-            return Err(Error::WrongHead(
-                what,
-                self.config.architecture.name().to_string(),
-            ));
+            return Err(Error::WrongHead(what, self.config.architecture_name()));
         }
         Ok(())
+    }
+
+    /// What to ask `run` for to get the logits of the model's head of `kind` (`what` names
+    /// it in the error when the checkpoint has none).
+    pub fn want_head(&self, kind: HeadKind, what: &'static str) -> Result<Want> {
+        (self.plan.head_of(kind))
+            .map(Want::Head)
+            .ok_or_else(|| Error::WrongHead(what, self.config.architecture_name()))
     }
 
     /// The longest window this model takes: the tokenizer's limit within the position table.
@@ -511,7 +516,8 @@ impl Engine {
     ) -> Result<Vec<WindowOutput>> {
         let mut out = Vec::with_capacity(windows.len());
         let h = self.config.hidden_size;
-        let (logit_cols, logit_rows) = (self.plan.logits_cols(), self.plan.logits_rows());
+        let head = want.head_index().unwrap_or(0);
+        let (logit_cols, logit_rows) = (self.plan.logits_cols(head), self.plan.logits_rows(head));
         let watch = self.watch.lock().unwrap().clone();
         let batch = if watch.is_some() && !self.has_gpu() {
             1

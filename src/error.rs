@@ -17,7 +17,7 @@ pub enum Error {
         "unsupported model_type `{0}`; supported: bert, distilbert, roberta, xlm-roberta, electra"
     )]
     UnsupportedModelType(String),
-    #[error("unsupported architecture `{0}`; supported: *Model, *ForSequenceClassification, *ForTokenClassification, *ForQuestionAnswering, *ForMaskedLM")]
+    #[error("unsupported architecture `{0}`; supported: *Model, *ForSequenceClassification, *ForTokenClassification, *ForQuestionAnswering, *ForMaskedLM, BertForNextSentencePrediction, BertForPreTraining")]
     UnsupportedArchitecture(String),
     #[error("missing tensor `{0}` in the weights")]
     MissingTensor(String),

@@ -114,9 +114,13 @@ impl Batch {
 pub enum Want {
     /// The last hidden state only; the task head does not run.
     Hidden,
-    /// The head's logits only; the hidden state is not copied out.
+    /// The (first) head's logits only; the hidden state is not copied out.
     Logits,
+    /// The hidden state and the first head's logits.
     Both,
+    /// The logits of the plan's head `i` only (`Head(0)` is `Logits`); a checkpoint with
+    /// several heads (`BertForPreTraining`) runs just the one asked for.
+    Head(usize),
 }
 
 impl Want {
@@ -125,7 +129,16 @@ impl Want {
     }
 
     pub fn hidden(self) -> bool {
-        self != Want::Logits
+        matches!(self, Want::Hidden | Want::Both)
+    }
+
+    /// Which of the plan's heads runs, when one does.
+    pub fn head_index(self) -> Option<usize> {
+        match self {
+            Want::Hidden => None,
+            Want::Logits | Want::Both => Some(0),
+            Want::Head(i) => Some(i),
+        }
     }
 }
 

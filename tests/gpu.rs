@@ -647,3 +647,22 @@ fn auto_times_both_backends_and_keeps_the_faster() {
     let cpu = load(ModelFiles::from_dir(&dir).unwrap(), LoadOptions::cpu()).unwrap();
     assert!(cpu.probe().is_none() && cpu.gpu_failure().is_none());
 }
+
+/// BERT's pre-training heads on the GPU against the PyTorch goldens, as tests/pretraining.rs
+/// checks the CPU: NSP probabilities within 1e-4 (the NSP head and the pre-training model's
+/// second head), PLL within 1e-3 × max(1, |PLL|) and per-token log-probs within 1e-3.
+#[test]
+fn next_sentence_and_pseudo_log_likelihood_match_pytorch() {
+    let Some(nsp) = gpu_engine(&with_head_on("splade-tiny", "nsp")) else {
+        return;
+    };
+    pretraining::check_nsp(&nsp, "nsp");
+    let both = gpu_engine(&with_head_on("splade-tiny", "pretraining")).unwrap();
+    pretraining::check_nsp(&both, "pretraining");
+    pretraining::check_pll(&both);
+    let mlm = gpu_engine(&model_dir("splade-tiny")).unwrap();
+    pretraining::check_pll(&mlm);
+    for e in [&nsp, &both, &mlm] {
+        assert!(e.backend().starts_with("gpu"), "{}", e.backend());
+    }
+}

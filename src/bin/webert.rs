@@ -24,7 +24,7 @@ mod cli {
     use webert::tasks::classify::ScoreFn;
     use webert::tasks::embed::Pooling;
     use webert::tasks::ner::Aggregation;
-    use webert::tasks::{classify, embed, fill_mask, ner, qa, zero_shot};
+    use webert::tasks::{classify, embed, fill_mask, ner, next_sentence, qa, scoring, zero_shot};
     use webert::{Error, Result};
 
     #[derive(Parser)]
@@ -80,6 +80,10 @@ mod cli {
         Qa(QaArgs),
         /// Top-k tokens for each mask token
         FillMask(FillMaskArgs),
+        /// Next-sentence prediction: does --pair follow --text? (BERT NSP / pre-training heads)
+        NextSentence(NextSentenceArgs),
+        /// Masked-LM pseudo-log-likelihood of each text, with every token's log-probability
+        Score(ScoreArgs),
         /// Write an ONNX model's weights (dequantized to f32) as safetensors
         ImportOnnx(ImportArgs),
         /// Time forward passes: ms per sequence and sequences per second
@@ -163,6 +167,24 @@ mod cli {
         c: Common,
         #[arg(long, default_value_t = 5)]
         top_k: usize,
+    }
+
+    #[derive(Args)]
+    struct NextSentenceArgs {
+        #[command(flatten)]
+        c: Common,
+        /// The sentence that may follow each --text
+        #[arg(long)]
+        pair: String,
+    }
+
+    #[derive(Args)]
+    struct ScoreArgs {
+        #[command(flatten)]
+        c: Common,
+        /// Window length in tokens for long texts (default: the model's maximum)
+        #[arg(long)]
+        max_length: Option<usize>,
     }
 
     #[derive(Args)]
@@ -260,6 +282,8 @@ mod cli {
             Cmd::Ner(a) => ner(a).await,
             Cmd::Qa(a) => qa(a).await,
             Cmd::FillMask(a) => fill_mask(a).await,
+            Cmd::NextSentence(a) => next_sentence(a).await,
+            Cmd::Score(a) => score(a).await,
             Cmd::ImportOnnx(a) => import_onnx(a),
             Cmd::Bench(a) => super::bench::run(a).await,
         }
@@ -387,6 +411,31 @@ mod cli {
             });
         }
         print(&engine, out)
+    }
+
+    async fn next_sentence(a: NextSentenceArgs) -> Result<()> {
+        let engine = load(&a.c).await?;
+        let texts = texts(&a.c)?;
+        let pairs: Vec<(&str, &str)> = (texts.iter())
+            .map(|t| (t.as_str(), a.pair.as_str()))
+            .collect();
+        let out = next_sentence::next_sentence(&engine, &pairs, a.c.truncation()).await?;
+        print(&engine, out)
+    }
+
+    async fn score(a: ScoreArgs) -> Result<()> {
+        if a.c.truncation().is_some() {
+            return Err(Error::Input(
+                "score reads long texts in windows (--max-length); --truncate and --max-tokens do not apply".into(),
+            ));
+        }
+        let engine = load(&a.c).await?;
+        let texts = texts(&a.c)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let opts = scoring::ScoreOptions {
+            max_len: a.max_length,
+        };
+        print(&engine, scoring::score(&engine, &refs, opts).await?)
     }
 
     fn import_onnx(a: ImportArgs) -> Result<()> {

@@ -122,21 +122,16 @@ impl CpuExecutor {
     /// Runs the encoder, and the task head when `want` asks for logits.
     pub fn forward(&mut self, batch: &Batch, want: Want) -> Result<Output> {
         self.size(batch)?;
-        let end = if want.head() {
-            self.plan.ops.len()
-        } else {
-            self.plan.encoder_ops
-        };
-        for i in 0..end {
+        let plan = self.plan.clone();
+        let head = want.head_index().and_then(|i| plan.head(i));
+        let head_ops = head.map_or(0..0, |h| h.ops.clone());
+        for i in (0..plan.encoder_ops).chain(head_ops) {
             self.run(i, batch);
         }
         pool::rest();
         Ok(Output {
-            hidden: want.hidden().then(|| self.bufs[self.plan.hidden.0].clone()),
-            logits: want
-                .head()
-                .then(|| self.plan.logits.map(|id| self.bufs[id.0].clone()))
-                .flatten(),
+            hidden: want.hidden().then(|| self.bufs[plan.hidden.0].clone()),
+            logits: head.map(|h| self.bufs[h.logits.0].clone()),
         })
     }
 
@@ -149,7 +144,9 @@ impl CpuExecutor {
     ) -> Result<Vec<(String, f64)>> {
         self.size(batch)?;
         let mut totals: Vec<(String, f64)> = Vec::new();
-        for i in 0..self.plan.ops.len() {
+        let plan = self.plan.clone();
+        let head_ops = plan.head(0).map_or(0..0, |h| h.ops.clone());
+        for i in (0..plan.encoder_ops).chain(head_ops) {
             let t = now_ms();
             self.run(i, batch);
             let ms = now_ms() - t;
@@ -197,11 +194,15 @@ impl CpuExecutor {
             )));
         }
         h.copy_from_slice(hidden);
-        for i in self.plan.encoder_ops..self.plan.ops.len() {
+        let plan = self.plan.clone();
+        let Some(head) = plan.head(0) else {
+            return Ok(None);
+        };
+        for i in head.ops.clone() {
             self.run(i, batch);
         }
         pool::rest();
-        Ok(self.plan.logits.map(|id| self.bufs[id.0].clone()))
+        Ok(Some(self.bufs[head.logits.0].clone()))
     }
 
     /// Checks `batch` and sizes the activation buffers for it.

@@ -65,17 +65,22 @@ pub struct Bucket {
     pub steps: Vec<Step>,
     /// `steps[..encoder_steps]` produce the last hidden state.
     pub encoder_steps: usize,
+    /// The steps of each of the plan's heads.
+    pub head_steps: Vec<std::ops::Range<usize>>,
     pub staging_hidden: wgpu::Buffer,
-    pub staging_logits: Option<wgpu::Buffer>,
+    /// One per head of the plan.
+    pub staging_logits: Vec<wgpu::Buffer>,
 }
 
 impl Bucket {
-    /// The steps a forward that wants `want` runs.
-    pub fn steps(&self, want: Want) -> &[Step] {
-        match want {
-            Want::Hidden => &self.steps[..self.encoder_steps],
-            Want::Logits | Want::Both => &self.steps,
-        }
+    /// The steps a forward that wants `want` runs: the encoder's, then the head's it asks for.
+    pub fn steps(&self, want: Want) -> Vec<&Step> {
+        let head = want.head_index().and_then(|i| self.head_steps.get(i));
+        let head = head.map_or(&[][..], |r| &self.steps[r.clone()]);
+        self.steps[..self.encoder_steps]
+            .iter()
+            .chain(head)
+            .collect()
     }
 }
 
@@ -197,16 +202,17 @@ impl Builder<'_> {
             align,
             steps: Vec::new(),
         };
-        let mut encoder_steps = 0;
-        for (i, op) in self.plan.ops.iter().enumerate() {
-            if i == self.plan.encoder_ops {
-                encoder_steps = rec.steps.len();
-            }
+        // `first_step[i]`: the first step of op `i` (one more entry for the end).
+        let mut first_step = Vec::with_capacity(self.plan.ops.len() + 1);
+        for op in &self.plan.ops {
+            first_step.push(rec.steps.len());
             self.op_steps(op, dims, &inputs, &acts, &mut rec);
         }
-        if self.plan.encoder_ops == self.plan.ops.len() {
-            encoder_steps = rec.steps.len();
-        }
+        first_step.push(rec.steps.len());
+        let encoder_steps = first_step[self.plan.encoder_ops];
+        let head_steps = (self.plan.heads.iter())
+            .map(|h| first_step[h.ops.start]..first_step[h.ops.end])
+            .collect();
         let uniforms = filled(
             d,
             self.queue,
@@ -218,15 +224,18 @@ impl Builder<'_> {
             .map(|p| self.bind(p, &uniforms))
             .collect::<Result<Vec<_>>>()?;
         let hidden_bytes = dims.rows(Rows::Tokens) * self.plan.config.hidden_size * 4;
-        let staging_logits = self.plan.logits.map(|l| {
-            let spec = &self.plan.buffers[l.0];
-            staging(d, dims.rows(spec.rows) * spec.cols * 4)
-        });
+        let staging_logits = (self.plan.heads.iter())
+            .map(|h| {
+                let spec = &self.plan.buffers[h.logits.0];
+                staging(d, dims.rows(spec.rows) * spec.cols * 4)
+            })
+            .collect();
         Ok(Bucket {
             inputs,
             acts,
             steps,
             encoder_steps,
+            head_steps,
             staging_hidden: staging(d, hidden_bytes),
             staging_logits,
         })

@@ -136,7 +136,7 @@ impl GpuExecutor {
         let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("profile"),
         });
-        self.encode(&mut enc, steps, Some(&set))?;
+        self.encode(&mut enc, &steps, Some(&set))?;
         enc.resolve_query_set(&set, 0..n, &resolve, 0);
         enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, n as u64 * 8);
         let mut read = self
@@ -218,7 +218,7 @@ impl GpuExecutor {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("forward"),
             });
-        self.encode(&mut enc, bucket.steps(want), None)?;
+        self.encode(&mut enc, &bucket.steps(want), None)?;
         let mut reads = Vec::new();
         let hidden = want.hidden().then(|| {
             let bytes = dims.rows(crate::model::Rows::Tokens) * self.plan.config.hidden_size * 4;
@@ -226,8 +226,11 @@ impl GpuExecutor {
             enc.copy_buffer_to_buffer(src, 0, &bucket.staging_hidden, 0, bytes as u64);
             reads.push((&bucket.staging_hidden, bytes));
         });
-        let logits = match (want.head(), self.plan.logits, &bucket.staging_logits) {
-            (true, Some(id), Some(staging)) => {
+        let head = want
+            .head_index()
+            .and_then(|i| Some((self.plan.head(i)?, i)));
+        let logits = match head.and_then(|(h, i)| Some((h.logits, bucket.staging_logits.get(i)?))) {
+            Some((id, staging)) => {
                 let spec = &self.plan.buffers[id.0];
                 let bytes = dims.rows(spec.rows) * spec.cols * 4;
                 if bytes > 0 {
@@ -251,7 +254,7 @@ impl GpuExecutor {
     fn encode(
         &self,
         enc: &mut wgpu::CommandEncoder,
-        steps: &[bucket::Step],
+        steps: &[&bucket::Step],
         timestamps: Option<&wgpu::QuerySet>,
     ) -> Result<()> {
         let Some(set) = timestamps else {

@@ -42,6 +42,21 @@ pub enum Architecture {
     TokenClassification,
     QuestionAnswering,
     MaskedLm,
+    /// BERT's pooler and `cls.seq_relationship` (is sentence B the one after A?).
+    NextSentencePrediction,
+    /// BERT's two pre-training heads: the masked LM and next-sentence prediction.
+    PreTraining,
+}
+
+/// What a head of the plan computes; a checkpoint has one head per kind it lists in
+/// [`Architecture::heads`], the first being the one `Want::Logits` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadKind {
+    SequenceClasses,
+    TokenClasses,
+    Span,
+    MaskedLm,
+    NextSentence,
 }
 
 impl Architecture {
@@ -52,6 +67,21 @@ impl Architecture {
             Architecture::TokenClassification => "ForTokenClassification",
             Architecture::QuestionAnswering => "ForQuestionAnswering",
             Architecture::MaskedLm => "ForMaskedLM",
+            Architecture::NextSentencePrediction => "ForNextSentencePrediction",
+            Architecture::PreTraining => "ForPreTraining",
+        }
+    }
+
+    /// The heads a checkpoint of this architecture carries, in the plan's order.
+    pub fn heads(self) -> &'static [HeadKind] {
+        match self {
+            Architecture::Base => &[],
+            Architecture::SequenceClassification => &[HeadKind::SequenceClasses],
+            Architecture::TokenClassification => &[HeadKind::TokenClasses],
+            Architecture::QuestionAnswering => &[HeadKind::Span],
+            Architecture::MaskedLm => &[HeadKind::MaskedLm],
+            Architecture::NextSentencePrediction => &[HeadKind::NextSentence],
+            Architecture::PreTraining => &[HeadKind::MaskedLm, HeadKind::NextSentence],
         }
     }
 }
@@ -124,6 +154,17 @@ impl ModelConfig {
             other => return Err(Error::UnsupportedModelType(other.to_string())),
         };
         let architecture = parse_architecture(obj.get("architectures"))?;
+        let bert_only = matches!(
+            architecture,
+            Architecture::NextSentencePrediction | Architecture::PreTraining
+        );
+        if bert_only && model_type != ModelType::Bert {
+            // ELECTRA's *ForPreTraining is a replaced-token discriminator, not BERT's heads.
+            return Err(Error::UnsupportedArchitecture(format!(
+                "{} ({mt}): next-sentence and pre-training heads are BERT's only",
+                architecture_name(model_type, architecture)
+            )));
+        }
         let get = |keys: &[&str]| {
             keys.iter()
                 .find_map(|k| obj.get(*k).and_then(Value::as_u64))
@@ -197,6 +238,11 @@ impl ModelConfig {
         Ok(cfg)
     }
 
+    /// The Hugging Face class name, e.g. `BertForSequenceClassification` or `BertModel`.
+    pub fn architecture_name(&self) -> String {
+        architecture_name(self.model_type, self.architecture)
+    }
+
     pub fn head_dim(&self) -> usize {
         self.hidden_size / self.num_heads
     }
@@ -219,6 +265,20 @@ impl ModelConfig {
     }
 }
 
+fn architecture_name(t: ModelType, a: Architecture) -> String {
+    let class = match t {
+        ModelType::Bert => "Bert",
+        ModelType::DistilBert => "DistilBert",
+        ModelType::Roberta => "Roberta",
+        ModelType::XlmRoberta => "XLMRoberta",
+        ModelType::Electra => "Electra",
+    };
+    match a {
+        Architecture::Base => format!("{class}Model"),
+        a => format!("{class}{}", a.name()),
+    }
+}
+
 fn parse_architecture(v: Option<&Value>) -> Result<Architecture> {
     let Some(name) = v
         .and_then(Value::as_array)
@@ -235,6 +295,11 @@ fn parse_architecture(v: Option<&Value>) -> Result<Architecture> {
         ("ForTokenClassification", Architecture::TokenClassification),
         ("ForQuestionAnswering", Architecture::QuestionAnswering),
         ("ForMaskedLM", Architecture::MaskedLm),
+        (
+            "ForNextSentencePrediction",
+            Architecture::NextSentencePrediction,
+        ),
+        ("ForPreTraining", Architecture::PreTraining),
         ("Model", Architecture::Base),
     ];
     suffixes

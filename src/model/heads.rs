@@ -1,23 +1,35 @@
 //! Task heads appended to the encoder plan, per model family (HF module names).
 
-use super::config::{Activation, Architecture, ModelType};
+use super::config::{Activation, HeadKind, ModelType};
 use super::plan::{BufId, HeadBuilder, Linear, Op, Rows};
 use crate::error::Result;
 
-pub(super) fn build_head(hb: &mut HeadBuilder) -> Result<Option<BufId>> {
+/// Appends the ops of one head and returns its logits buffer.
+pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> {
     let h = hb.cfg().hidden_size;
     let t = hb.cfg().model_type;
-    match hb.architecture() {
-        Architecture::Base => Ok(None),
-        Architecture::TokenClassification => {
+    match kind {
+        HeadKind::TokenClasses => {
             let l = classifier(hb, "classifier", h)?;
-            Ok(Some(hb.dense(hb.hidden, l, Activation::None, "logits")))
+            Ok(hb.dense(hb.hidden, l, Activation::None, "logits"))
         }
-        Architecture::QuestionAnswering => {
+        HeadKind::Span => {
             let l = hb.linear("qa_outputs", h, 2)?;
-            Ok(Some(hb.dense(hb.hidden, l, Activation::None, "logits")))
+            Ok(hb.dense(hb.hidden, l, Activation::None, "logits"))
         }
-        Architecture::SequenceClassification => {
+        HeadKind::NextSentence => {
+            // BERT only (the config refuses other families): pooler, then `seq_relationship`.
+            let cls = hb.buffer("cls", Rows::First, h);
+            hb.push(Op::Gather {
+                x: hb.hidden,
+                out: cls,
+            });
+            let pre = hb.linear("pooler.dense", h, h)?;
+            let pooled = hb.dense(cls, pre, Activation::Tanh, "pooled");
+            let l = hb.linear("cls.seq_relationship", h, 2)?;
+            Ok(hb.dense(pooled, l, Activation::None, "nsp_logits"))
+        }
+        HeadKind::SequenceClasses => {
             let cls = hb.buffer("cls", Rows::First, h);
             hb.push(Op::Gather {
                 x: hb.hidden,
@@ -34,9 +46,9 @@ pub(super) fn build_head(hb: &mut HeadBuilder) -> Result<Option<BufId>> {
             let pre = hb.linear(pre, h, h)?;
             let pooled = hb.dense(cls, pre, act, "pooled");
             let l = classifier(hb, out, h)?;
-            Ok(Some(hb.dense(pooled, l, Activation::None, "logits")))
+            Ok(hb.dense(pooled, l, Activation::None, "logits"))
         }
-        Architecture::MaskedLm => masked_lm(hb).map(Some),
+        HeadKind::MaskedLm => masked_lm(hb),
     }
 }
 

@@ -6,8 +6,8 @@ pub mod plan;
 pub mod synthetic;
 pub mod weights;
 
-pub use config::{Activation, Architecture, ModelConfig, ModelType};
-pub use plan::{BufId, BufferSpec, Linear, Norm, Op, Plan, Rows, WeightId};
+pub use config::{Activation, Architecture, HeadKind, ModelConfig, ModelType};
+pub use plan::{BufId, BufferSpec, Head, Linear, Norm, Op, Plan, Rows, WeightId};
 pub use weights::{BlockQuant, Tensor, Weights};
 pub mod tokenizer;
 pub use tokenizer::{TextTokenizer, Windowing};

@@ -1,7 +1,7 @@
 //! The forward pass, written once: an ordered list of fused ops over named activation buffers.
 //! The CPU and GPU executors both run exactly this list.
 
-use super::config::{Activation, Architecture, ModelConfig, ModelType};
+use super::config::{Activation, HeadKind, ModelConfig, ModelType};
 use super::weights::{BlockQuant, Tensor, Weights};
 use crate::error::{Error, Result};
 
@@ -85,19 +85,38 @@ pub struct Plan {
     pub weight_names: Vec<String>,
     pub buffers: Vec<BufferSpec>,
     pub ops: Vec<Op>,
-    /// `ops[..encoder_ops]` produce the last hidden state; the rest is the task head.
+    /// `ops[..encoder_ops]` produce the last hidden state; the rest are the task heads.
     pub encoder_ops: usize,
     pub hidden: BufId,
-    pub logits: Option<BufId>,
+    /// The checkpoint's heads, each over the hidden state (most have one; `BertForPreTraining`
+    /// has the masked LM, then next-sentence prediction).
+    pub heads: Vec<Head>,
+}
+
+/// One task head: `ops` (a range after the encoder's) read the hidden state and write `logits`.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub kind: HeadKind,
+    pub ops: std::ops::Range<usize>,
+    pub logits: BufId,
 }
 
 impl Plan {
-    pub fn logits_rows(&self) -> Option<Rows> {
-        self.logits.map(|b| self.buffers[b.0].rows)
+    pub fn head(&self, i: usize) -> Option<&Head> {
+        self.heads.get(i)
     }
 
-    pub fn logits_cols(&self) -> usize {
-        self.logits.map_or(0, |b| self.buffers[b.0].cols)
+    /// The index of the head of `kind`, when the checkpoint has one.
+    pub fn head_of(&self, kind: HeadKind) -> Option<usize> {
+        self.heads.iter().position(|h| h.kind == kind)
+    }
+
+    pub fn logits_rows(&self, head: usize) -> Option<Rows> {
+        self.head(head).map(|h| self.buffers[h.logits.0].rows)
+    }
+
+    pub fn logits_cols(&self, head: usize) -> usize {
+        self.head(head).map_or(0, |h| self.buffers[h.logits.0].cols)
     }
 }
 
@@ -312,11 +331,23 @@ impl Plan {
             });
         }
         let encoder_ops = b.ops.len();
-        let logits = super::heads::build_head(&mut HeadBuilder {
-            b: &mut b,
-            hidden,
-            word,
-        })?;
+        let mut heads = Vec::new();
+        for &kind in cfg.architecture.heads() {
+            let start = b.ops.len();
+            let logits = super::heads::build_head(
+                &mut HeadBuilder {
+                    b: &mut b,
+                    hidden,
+                    word,
+                },
+                kind,
+            )?;
+            heads.push(Head {
+                kind,
+                ops: start..b.ops.len(),
+                logits,
+            });
+        }
         let Builder {
             weights,
             names,
@@ -331,7 +362,7 @@ impl Plan {
             ops,
             encoder_ops,
             hidden,
-            logits,
+            heads,
         };
         Ok((plan, weights))
     }
@@ -348,9 +379,6 @@ pub(super) struct HeadBuilder<'a, 'b> {
 impl HeadBuilder<'_, '_> {
     pub fn cfg(&self) -> &ModelConfig {
         self.b.cfg
-    }
-    pub fn architecture(&self) -> Architecture {
-        self.b.cfg.architecture
     }
     pub fn has(&self, name: &str) -> bool {
         self.b.src.contains(self.b.prefix(), name)

@@ -2,9 +2,9 @@
 //! they complete. Only the mask rows go through the vocabulary decoder.
 
 use super::softmax;
-use crate::engine::{Engine, Want};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::model::Architecture;
+use crate::model::HeadKind;
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,7 +22,7 @@ pub async fn fill_mask(
     top_k: usize,
     truncation: Option<usize>,
 ) -> Result<Vec<Vec<Prediction>>> {
-    engine.require(Architecture::MaskedLm, "masked-LM")?;
+    let want = engine.want_head(HeadKind::MaskedLm, "masked-LM")?;
     let tok = &engine.tokenizer;
     let mask_id = tok
         .mask_id
@@ -44,7 +44,7 @@ pub async fn fill_mask(
     let out = engine
         .run(
             std::slice::from_ref(&enc),
-            Want::Logits,
+            want,
             std::slice::from_ref(&masks),
         )
         .await?;

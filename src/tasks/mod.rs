@@ -4,8 +4,10 @@ pub mod classify;
 pub mod embed;
 pub mod fill_mask;
 pub mod ner;
+pub mod next_sentence;
 pub mod qa;
 pub mod registry;
+pub mod scoring;
 pub mod zero_shot;
 
 use serde::Serialize;

@@ -8,8 +8,10 @@ use crate::tasks::classify::{classify, ClassifyOptions, ScoreFn};
 use crate::tasks::embed::{self, EmbedOptions, Pooling};
 use crate::tasks::fill_mask::fill_mask;
 use crate::tasks::ner::{ner, Aggregation, NerOptions};
+use crate::tasks::next_sentence::next_sentence;
 use crate::tasks::qa::{answer, QaOptions};
 use crate::tasks::registry;
+use crate::tasks::scoring::{score, ScoreOptions};
 use crate::tasks::zero_shot::{self, zero_shot_many, ZeroShotOptions};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -96,6 +98,28 @@ struct FillMaskRequest {
     texts: Vec<String>,
     top_k: Option<usize>,
     truncation: Option<Truncation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SentencePair {
+    text: String,
+    text_pair: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NextSentenceRequest {
+    inputs: Vec<SentencePair>,
+    truncation: Option<Truncation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScoreRequest {
+    texts: Vec<String>,
+    /// Window length in tokens (default: the model's maximum).
+    max_length: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -259,6 +283,28 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
                 out.push(
                     fill_mask(engine, t, r.top_k.unwrap_or(5), truncation(r.truncation)).await?,
                 );
+            }
+            to_json(&out)
+        }
+        "next-sentence-prediction" => {
+            let r: NextSentenceRequest = parse(task, json)?;
+            let pairs: Vec<(&str, &str)> = (r.inputs.iter())
+                .map(|p| (p.text.as_str(), p.text_pair.as_str()))
+                .collect();
+            to_json(&next_sentence(engine, &pairs, truncation(r.truncation)).await?)
+        }
+        "text-scoring" => {
+            let r: ScoreRequest = parse(task, json)?;
+            let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();
+            let opts = ScoreOptions {
+                max_len: r.max_length,
+            };
+            let mut out = score(engine, &texts, opts).await?;
+            for (scored, text) in out.iter_mut().zip(&texts) {
+                let map = utf16_indices(text);
+                for t in &mut scored.tokens {
+                    (t.start, t.end) = (to_utf16(&map, t.start), to_utf16(&map, t.end));
+                }
             }
             to_json(&out)
         }

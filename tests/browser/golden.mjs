@@ -72,9 +72,9 @@ export function folderBytes(dir, extra = {}) {
 }
 
 /** MiniLM with a committed seeded test head (tests/heads/NAME), as a fine-tuned folder would be. */
-export function withHead(head) {
+export function withHead(head, encoder = 'minilm') {
   const dir = join(ROOT, 'tests/heads', head);
-  const base = folderBytes(join(MODELS, 'minilm'));
+  const base = folderBytes(join(MODELS, encoder));
   delete base['config.json'];
   return { ...base, 'config.json': readFileSync(join(dir, 'config.json')), 'head.safetensors': readFileSync(join(dir, 'head.safetensors')) };
 }

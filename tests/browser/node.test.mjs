@@ -206,6 +206,52 @@ test('fill-mask: top-5 tokens per mask', async () => {
   fill.dispose();
 });
 
+test('next-sentence prediction (seeded heads on splade-tiny): pairs alone and batched', async () => {
+  const g = golden('nsp.json');
+  for (const [kind, m] of Object.entries(g.models)) {
+    const nsp = await pipeline('next-sentence-prediction', withHead(kind, 'splade-tiny'));
+    const inputs = m.cases.map((c) => ({ text: c.text, text_pair: c.text_pair }));
+    const batched = await nsp(inputs);
+    for (const [i, c] of m.cases.entries()) {
+      for (const got of [await nsp(inputs[i]), batched[i]]) {
+        const want = g.labels.map((label, j) => ({ label, score: c.probs[j] })).sort((a, b) => b.score - a.score);
+        assertLabelScores(`${kind} ${i}`, got, want);
+      }
+    }
+    await assert.rejects(nsp('just one sentence'), /takes \{ text, text_pair \}/);
+    nsp.dispose();
+  }
+  await assert.rejects(pipeline('next-sentence-prediction', join(MODELS, 'splade-tiny')), /cannot do next-sentence-prediction/);
+});
+
+test('text scoring: pseudo-log-likelihoods, per-token log-probs, UTF-16 offsets', async () => {
+  const fill = await pipeline('fill-mask', join(MODELS, 'splade-tiny'));
+  const scorer = await pipeline('text-scoring', join(MODELS, 'splade-tiny'));
+  const cases = golden('pll.json').cases;
+  const check = (c, got) => {
+    assert.ok(Math.abs(got.pseudo_log_likelihood - c.pseudo_log_likelihood) <= 1e-3 * Math.max(1, Math.abs(c.pseudo_log_likelihood)), c.text);
+    assert.equal(got.tokens.length, c.tokens.length, c.text);
+    got.tokens.forEach((t, i) => {
+      const w = c.tokens[i];
+      assert.equal(t.token, w.token);
+      assert.deepEqual([t.start, t.end], [u16(c.text, w.start), u16(c.text, w.end)], c.text);
+      assert.ok(Math.abs(t.log_prob - w.log_prob) <= 1e-3, `${c.text}: ${t.token}`);
+    });
+  };
+  for (const c of cases) {
+    const o = c.max_length === null ? {} : { max_length: c.max_length };
+    check(c, await fill.score(c.text, o));
+  }
+  const plain = cases.filter((c) => c.max_length === null);
+  (await scorer(plain.map((c) => c.text))).forEach((got, i) => check(plain[i], got));
+  // Past an astral emoji, UTF-16 offsets differ from code points: slice() still gives the word.
+  const emoji = plain.find((c) => c.text.includes('😀'));
+  const after = (await scorer(emoji.text)).tokens.find((t) => t.token === 'then');
+  assert.equal(emoji.text.slice(after.start, after.end), 'then');
+  fill.dispose();
+  scorer.dispose();
+});
+
 test('models load from a URL with progress events, and a sha256 is checked', async () => {
   const events = [];
   const url = `${server.url}models/pii/`;

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use webert::engine::{Engine, LoadOptions};
 use webert::model::ModelFiles;
 
+pub mod pretraining;
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -33,6 +35,12 @@ pub fn golden(name: &str) -> Value {
 /// MiniLM's encoder and tokenizer plus a committed seeded head (`tests/heads/NAME`), put
 /// together in a temporary folder the way a user's fine-tuned checkpoint would look.
 pub fn with_head(head: &str) -> PathBuf {
+    with_head_on("minilm", head)
+}
+
+/// The real encoder `models/ENCODER` (weights and tokenizer) plus the committed seeded head
+/// `tests/heads/HEAD`, in a temporary folder.
+pub fn with_head_on(encoder: &str, head: &str) -> PathBuf {
     // One folder per test process (WASI has no process ids; its tests run one process at a time).
     #[cfg(not(target_os = "wasi"))]
     let tag = std::process::id();
@@ -40,17 +48,19 @@ pub fn with_head(head: &str) -> PathBuf {
     let tag = "wasi";
     let dir = root()
         .join("target/test-models")
-        .join(format!("{head}-{tag}"));
+        .join(format!("{encoder}-{head}-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let minilm = model_dir("minilm");
+    let base = model_dir(encoder);
     for f in [
         "model.safetensors",
         "tokenizer.json",
         "tokenizer_config.json",
         "special_tokens_map.json",
     ] {
-        link(&minilm.join(f), &dir.join(f));
+        if base.join(f).is_file() {
+            link(&base.join(f), &dir.join(f));
+        }
     }
     let heads = root().join("tests/heads").join(head);
     link(&heads.join("config.json"), &dir.join("config.json"));

@@ -273,6 +273,54 @@ export interface FillMaskPipeline extends PipelineBase {
   /** One list of predictions per mask token, in text order. */
   (text: string, options?: FillMaskOptions): Promise<WithMeta<Prediction[][]>>;
   (texts: string[], options?: FillMaskOptions): Promise<WithMeta<Prediction[][][]>>;
+  /** The pseudo-log-likelihood of each text (the `text-scoring` task on this model). */
+  score(text: string, options?: TextScoringOptions): Promise<WithMeta<TextScore>>;
+  score(texts: string[], options?: TextScoringOptions): Promise<WithMeta<TextScore[]>>;
+}
+
+export interface TextScoringOptions {
+  /** Window length in tokens for long texts (default: the model's maximum). */
+  max_length?: number;
+}
+export interface TokenScore {
+  /** The vocabulary token, e.g. `##ing`. */
+  token: string;
+  /** Natural log of its probability where it is masked. */
+  log_prob: number;
+  /** UTF-16 offsets: `text.slice(start, end)` is the token's text. */
+  start: number;
+  end: number;
+}
+export interface TextScore {
+  /** Sum of `tokens[].log_prob` (higher is more fluent; compare texts of similar length, or divide by `tokens.length`). */
+  pseudo_log_likelihood: number;
+  /** Every non-special token, each scored once: masked, with a window of up to `max_length` tokens centred on it. */
+  tokens: TokenScore[];
+}
+/**
+ * Masked-LM scoring (Salazar et al. 2020): each token masked in turn, its log-probability
+ * summed. Runs on any masked-LM model (`*ForMaskedLM`, `BertForPreTraining`).
+ */
+export interface TextScoringPipeline extends PipelineBase {
+  (text: string, options?: TextScoringOptions): Promise<WithMeta<TextScore>>;
+  (texts: string[], options?: TextScoringOptions): Promise<WithMeta<TextScore[]>>;
+}
+
+export interface SentencePair {
+  text: string;
+  /** The sentence that may follow `text`. */
+  text_pair: string;
+}
+export interface NextSentenceOptions {
+  truncation?: Truncation;
+}
+/**
+ * BERT's next-sentence prediction (`BertForNextSentencePrediction`, `BertForPreTraining`):
+ * `[{ label: 'IsNext' | 'NotNext', score }]`, the likelier first (softmax over the two logits).
+ */
+export interface NextSentencePipeline extends PipelineBase {
+  (input: SentencePair, options?: NextSentenceOptions): Promise<WithMeta<LabelScore[]>>;
+  (inputs: SentencePair[], options?: NextSentenceOptions): Promise<WithMeta<LabelScore[][]>>;
 }
 
 export interface ZeroShotOptions extends CallControl {
@@ -306,6 +354,8 @@ export interface PipelineByTask {
   'question-answering': QuestionAnsweringPipeline;
   'feature-extraction': FeatureExtractionPipeline;
   'fill-mask': FillMaskPipeline;
+  'text-scoring': TextScoringPipeline;
+  'next-sentence-prediction': NextSentencePipeline;
   'zero-shot-classification': ZeroShotPipeline;
 }
 

@@ -59,6 +59,14 @@ const RUNNERS = {
   },
   'feature-extraction': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   'fill-mask': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
+  'text-scoring': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
+  'next-sentence-prediction': (run) => async (input, o = {}) => {
+    const pair = (x) => {
+      if (typeof x?.text_pair !== 'string') throw new TypeError('next-sentence-prediction takes { text, text_pair } (or an array of them)');
+      return { text: text(x.text), text_pair: text(x.text_pair, 'text_pair') };
+    };
+    return run({ ...o, inputs: (Array.isArray(input) ? input : [input]).map(pair) }, !Array.isArray(input));
+  },
   'zero-shot-classification': (run) => async (input, labels, o = {}) => {
     // transformers.js passes the labels second; an options object with `candidate_labels` too.
     if (labels && typeof labels === 'object' && !Array.isArray(labels)) [labels, o] = [labels.candidate_labels, labels];
@@ -125,6 +133,7 @@ export async function pipeline(task, model, options = {}) {
       return r;
     };
   }
+  if (kind === 'fill-mask') fn.score = RUNNERS['text-scoring'](call('text-scoring'));
   let disposed = false;
   Object.defineProperties(fn, {
     backend: { get: () => state.backend, enumerable: true },

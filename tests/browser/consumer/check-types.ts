@@ -1,5 +1,5 @@
 // Compiled with `tsc --noEmit` against the packed package's webert.d.ts.
-import { pipeline, type Entity, type LabelScore, type Ranked } from 'webert';
+import { pipeline, type Entity, type LabelScore, type Ranked, type TextScore } from 'webert';
 import { testHooks } from 'webert/testing';
 
 const ner = await pipeline('token-classification', '/models/pii/', { onProgress: (p) => p.stage, device: 'auto' });
@@ -18,10 +18,17 @@ const ranked: Ranked[] = await embed.rank('q', ['d']);
 const qa = await pipeline('question-answering', { 'config.json': new ArrayBuffer(0) });
 const [answer] = await qa('q?', 'context', { top_k: 1 });
 const start: number = answer.start;
+const nsp = await pipeline('next-sentence-prediction', '/models/bert/');
+const isNext: LabelScore[] = await nsp({ text: 'A.', text_pair: 'B.' });
+const pairs: LabelScore[][] = await nsp([{ text: 'A.', text_pair: 'B.' }]);
+const fill = await pipeline('fill-mask', '/models/splade-tiny/');
+const pll: number = (await fill.score('text', { max_length: 64 })).pseudo_log_likelihood;
+const scored: TextScore[] = await (await pipeline('text-scoring', '/models/splade-tiny/'))(['a', 'b']);
 const profile: Record<string, number> | null = await ner.profile('text');
 // @ts-expect-error: a pipeline has no test hooks; webert/testing adds them
 await ner.debugTrap();
 const threads: number = await testHooks(embed).threads(1);
 const lane: { answered: number } | null = testHooks(ner).laneStats();
 await testHooks(qa).trap();
+export { isNext, pairs, pll, scored };
 export { first, nested, many, backend, ms, labels, vec, states, ranked, start, profile, threads, lane };

@@ -4,7 +4,9 @@ pub mod classify;
 pub mod embed;
 pub mod fill_mask;
 pub mod ner;
+pub mod patterns;
 pub mod qa;
+pub mod redact;
 pub mod registry;
 pub mod zero_shot;
 

@@ -8,6 +8,7 @@ use crate::tasks::classify::{classify, ClassifyOptions, ScoreFn};
 use crate::tasks::embed::{self, EmbedOptions, Pooling};
 use crate::tasks::fill_mask::fill_mask;
 use crate::tasks::ner::{ner, Aggregation, NerOptions};
+use crate::tasks::patterns::{CustomPattern, Patterns};
 use crate::tasks::qa::{answer, QaOptions};
 use crate::tasks::registry;
 use crate::tasks::zero_shot::{zero_shot, ZeroShotOptions};
@@ -55,6 +56,9 @@ struct NerRequest {
     stride: Option<usize>,
     max_length: Option<usize>,
     ignore_labels: Option<Vec<String>>,
+    /// The pattern layer's built-in identifiers.
+    patterns: Option<bool>,
+    custom_patterns: Option<Vec<CustomPattern>>,
 }
 
 #[derive(Deserialize)]
@@ -146,6 +150,16 @@ fn to_utf16(map: &[usize], cp: usize) -> usize {
     map[cp.min(map.len() - 1)]
 }
 
+/// The pattern layer a request asks for: built-ins with `patterns: true`, the caller's own
+/// with `custom_patterns`; `None` when neither.
+pub(crate) fn pattern_layer(
+    builtin: Option<bool>,
+    custom: Option<&[CustomPattern]>,
+) -> Result<Option<Patterns>> {
+    let p = Patterns::new(builtin.unwrap_or(false), custom.unwrap_or_default())?;
+    Ok((!p.is_empty()).then_some(p))
+}
+
 pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
     match task {
         "text-classification" => {
@@ -170,6 +184,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
                 stride: r.stride.unwrap_or(defaults.stride),
                 max_len: r.max_length,
                 ignore_labels: r.ignore_labels.unwrap_or(defaults.ignore_labels),
+                patterns: pattern_layer(r.patterns, r.custom_patterns.as_deref())?,
             };
             let mut out = Vec::with_capacity(r.texts.len());
             for text in &r.texts {

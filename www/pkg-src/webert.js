@@ -4,12 +4,13 @@
 // `worker: false`, it runs in the calling thread.
 
 import { clearCache } from './files.js';
-import { HOST } from './host.js';
+import { HOST, WorkerHost } from './host.js';
 import { laneRequest } from './lane.js';
 import { webgpuAdapter } from './runtime.js';
+import { redact } from './redact.js';
 import { acquire, release } from './sharing.js';
 
-export { clearCache, webgpuAdapter };
+export { clearCache, redact, webgpuAdapter };
 
 const ALIASES = { ner: 'token-classification', 'sentiment-analysis': 'text-classification' };
 
@@ -76,9 +77,14 @@ export async function pipeline(task, model, options = {}) {
   if (model == null) throw new Error('pipeline() needs a model: a folder URL, a FileList / File[] or an object of file name → ArrayBuffer');
   const onProgress = options.onProgress ?? options.progress_callback;
   const entry = acquire(model, { ...options, device }, onProgress);
+  // Entities are what redact() takes: a model in a worker leaves this context without a module,
+  // so start one for redact() while the model loads (in-thread models start it themselves).
+  const page = kind === 'token-classification' && entry.host instanceof WorkerHost;
+  const redactor = page ? redact.ready().catch(() => {}) : null;
   let info;
   try {
     info = await entry.ready;
+    await redactor;
   } catch (e) {
     release(entry);
     throw e;

@@ -1,6 +1,6 @@
 // The demo page: four tabs, each with a model (loaded on first use, from a URL, a picked folder
 // or a dropped folder) and a task run through the webert package in a Web Worker.
-import { pipeline, webgpuAdapter } from './pkg/webert.js';
+import { pipeline, redact, webgpuAdapter } from './pkg/webert.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -144,6 +144,19 @@ function hue(label) {
 // --- PII / NER ---
 let lastNer = null;
 
+/** The package's redaction of the last result, its replacements shown as chips. */
+function renderRedacted(out, text, entities) {
+  const redacted = redact(text, entities, { style: $('#ner-style').value });
+  let at = 0;
+  for (const m of redacted.matchAll(/\[([A-Z][A-Z0-9_]*?)(?:_\d+)?\]|█████/g)) {
+    out.append(redacted.slice(at, m.index));
+    const label = m[1] ?? 'REDACTED';
+    out.append(el('mark', { class: 'redacted', style: `--hue: ${hue(label)}`, dataset: { label } }, m[0]));
+    at = m.index + m[0].length;
+  }
+  out.append(redacted.slice(at));
+}
+
 function renderEntities() {
   const out = $('#ner-out');
   const body = $('#ner-table tbody');
@@ -151,35 +164,37 @@ function renderEntities() {
   body.replaceChildren();
   if (!lastNer) return;
   const { text, entities } = lastNer;
-  const redact = $('#ner-redact').checked;
+  const redacting = $('#ner-redact').checked;
+  if (redacting) renderRedacted(out, text, entities);
   let at = 0;
   for (const e of entities) {
     const label = e.entity_group ?? e.entity;
-    if (e.start < at) continue; // overlapping spans cannot both be marked
-    out.append(text.slice(at, e.start));
     const span = text.slice(e.start, e.end);
+    const source = e.source ?? 'model';
+    body.append(el('tr', { dataset: { source } }, el('td', {}, label), el('td', {}, span), el('td', {}, e.score.toFixed(3)), el('td', {}, `${e.start}–${e.end}`), el('td', {}, source)));
+    if (redacting || e.start < at) continue; // overlapping spans cannot both be marked
+    out.append(text.slice(at, e.start));
     out.append(el('mark', {
-      class: redact ? 'redacted' : null,
       style: `--hue: ${hue(label.replace(/^[BI]-/, ''))}`,
-      title: `${label} ${e.score.toFixed(3)}`,
-      dataset: { label, start: e.start, end: e.end, score: e.score, tag: `${label} ${e.score.toFixed(2)}` },
-    }, redact ? `[${label}]` : span));
-    body.append(el('tr', {}, el('td', {}, label), el('td', {}, span), el('td', {}, e.score.toFixed(3)), el('td', {}, `${e.start}–${e.end}`)));
+      title: `${label} ${e.score.toFixed(3)} (${source})`,
+      dataset: { label, start: e.start, end: e.end, score: e.score, source, tag: `${label} ${e.score.toFixed(2)}` },
+    }, span));
     at = e.end;
   }
-  out.append(text.slice(at));
+  if (!redacting) out.append(text.slice(at));
   $('#ner-table').hidden = entities.length === 0;
   out.dataset.count = entities.length;
 }
 
 action('ner', '#ner-run', async (ner) => {
   const text = $('#ner-text').value;
-  const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value });
+  const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value, patterns: $('#ner-patterns').checked });
   lastNer = { text, entities };
   renderEntities();
   setLatency('#ner-ms', entities, ner);
 });
 $('#ner-redact').addEventListener('change', renderEntities);
+$('#ner-style').addEventListener('change', renderEntities);
 
 // --- Classification ---
 function renderBars(list, items) {

@@ -493,8 +493,13 @@ fn phones(text: &str) -> Vec<(usize, usize)> {
         let s = m.as_str();
         let n = digits(s);
         let grouped = s.contains([' ', '-', '.', '/', '(']);
-        static SSN_SHAPE: OnceLock<Regex> = OnceLock::new();
-        if regex(&SSN_SHAPE, r"^[0-9]{3}-[0-9]{2}-[0-9]{4}$").is_match(s) {
+        // Not an SSN, nor a date followed by a number (`01.02.2023 15`).
+        static NOT_PHONE: OnceLock<Regex> = OnceLock::new();
+        let not_phone = regex(
+            &NOT_PHONE,
+            r"^[0-9]{3}-[0-9]{2}-[0-9]{4}$|^[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)[0-9]{2}",
+        );
+        if not_phone.is_match(s) {
             continue;
         }
         let ok = if s.trim_start_matches('(').starts_with('0') {
@@ -614,6 +619,8 @@ mod tests {
         }
         for text in [
             "on 2024-01-15 at 10:30",
+            "on 01/02/2023 15 people came",
+            "am 03.04.2024 12 Uhr",
             "order 12345",
             "page 1 of 2",
             "v1.2.3",

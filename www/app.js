@@ -1,6 +1,6 @@
 // The demo page: four tabs, each with a model (loaded on first use, from a URL, a picked folder
 // or a dropped folder) and a task run through the webert package in a Web Worker.
-import { env, pipeline, webgpuAdapter } from './pkg/webert.js';
+import { env, pipeline, redact, webgpuAdapter } from './pkg/webert.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -283,7 +283,7 @@ function code(tab) {
   const task = want.task === 'classification' ? (mode === 'classifier' ? 'text-classification' : 'zero-shot-classification') : want.task;
   const head = `import { pipeline } from 'webert';\n\nconst pipe = await pipeline('${task}', ${src}, ${js(opts)});\n`;
   const call = {
-    ner: () => `const entities = await pipe(text, ${js({ aggregation_strategy: $('#ner-agg').value })});`,
+    ner: () => `const entities = await pipe(text, ${js({ aggregation_strategy: $('#ner-agg').value, ...($('#ner-patterns').checked && { patterns: true }) })});`,
     cls: () => task === 'text-classification'
       ? 'const labels = await pipe(text, { top_k: null });'
       : `const labels = await pipe(text, ${js(clsLabels())}, ${js({ multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value })});\n// labels.method: '${mode ?? 'similarity'}'`,
@@ -298,6 +298,19 @@ const clsLabels = () => $('#cls-labels').value.split(',').map((l) => l.trim()).f
 // --- PII / NER ---
 let lastNer = null;
 
+/** The package's redaction of the last result, its replacements shown as chips. */
+function renderRedacted(out, text, entities) {
+  const redacted = redact(text, entities, { style: $('#ner-style').value });
+  let at = 0;
+  for (const m of redacted.matchAll(/\[([A-Z][A-Z0-9_]*?)(?:_\d+)?\]|█████/g)) {
+    out.append(redacted.slice(at, m.index));
+    const label = m[1] ?? 'REDACTED';
+    out.append(el('mark', { class: 'redacted', style: `--hue: ${hue(label)}`, dataset: { label } }, m[0]));
+    at = m.index + m[0].length;
+  }
+  out.append(redacted.slice(at));
+}
+
 function renderEntities() {
   const out = $('#ner-out');
   const body = $('#ner-table tbody');
@@ -305,36 +318,39 @@ function renderEntities() {
   body.replaceChildren();
   if (!lastNer) return;
   const { text, entities } = lastNer;
-  const redact = $('#ner-redact').checked;
+  const redacting = $('#ner-redact').checked;
+  if (redacting) renderRedacted(out, text, entities);
   let at = 0;
   for (const e of entities) {
     const label = e.entity_group ?? e.entity;
-    if (e.start < at) continue; // overlapping spans cannot both be marked
-    out.append(text.slice(at, e.start));
     const span = text.slice(e.start, e.end);
+    const source = e.source ?? 'model';
+    body.append(el('tr', { dataset: { source } }, el('td', {}, label), el('td', {}, span), el('td', { class: 'num' }, e.score.toFixed(3)), el('td', { class: 'num' }, `${e.start}–${e.end}`), el('td', {}, source)));
+    if (redacting || e.start < at) continue; // overlapping spans cannot both be marked
+    out.append(text.slice(at, e.start));
     out.append(el('mark', {
-      class: redact ? 'redacted' : null,
       style: `--hue: ${hue(label.replace(/^[BI]-/, ''))}`,
-      title: `${label} ${e.score.toFixed(3)}`,
-      dataset: { label, start: e.start, end: e.end, score: e.score, tag: `${label} ${e.score.toFixed(2)}` },
-    }, redact ? `[${label}]` : span));
-    body.append(el('tr', {}, el('td', {}, label), el('td', {}, span), el('td', { class: 'num' }, e.score.toFixed(3)), el('td', { class: 'num' }, `${e.start}–${e.end}`)));
+      title: `${label} ${e.score.toFixed(3)} (${source})`,
+      dataset: { label, start: e.start, end: e.end, score: e.score, source, tag: `${label} ${e.score.toFixed(2)}` },
+    }, span));
     at = e.end;
   }
-  out.append(text.slice(at));
+  if (!redacting) out.append(text.slice(at));
   $('#ner-table').hidden = entities.length === 0;
   out.dataset.count = entities.length;
 }
 
 action('ner', '#ner-run', async (ner, watch) => {
   const text = $('#ner-text').value;
-  const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value, ...watch });
+  const entities = await ner(text, { aggregation_strategy: $('#ner-agg').value, patterns: $('#ner-patterns').checked, ...watch });
   lastNer = { text, entities };
   renderEntities();
   setLatency('#ner-ms', entities, ner);
 });
 $('#ner-redact').addEventListener('change', renderEntities);
 $('#ner-agg').addEventListener('change', () => code('ner'));
+$('#ner-patterns').addEventListener('change', () => code('ner'));
+$('#ner-style').addEventListener('change', renderEntities);
 
 // --- Classification ---
 function renderBars(list, items) {

@@ -24,7 +24,9 @@ mod cli {
     use webert::tasks::classify::ScoreFn;
     use webert::tasks::embed::Pooling;
     use webert::tasks::ner::Aggregation;
-    use webert::tasks::{classify, embed, fill_mask, ner, next_sentence, qa, scoring, zero_shot};
+    use webert::tasks::{
+        classify, embed, fill_mask, ner, next_sentence, qa, redact, scoring, zero_shot,
+    };
     use webert::{Error, Result};
 
     #[derive(Parser)]
@@ -76,6 +78,8 @@ mod cli {
         Classify(ClassifyArgs),
         /// Token classification (named entities, PII)
         Ner(NerArgs),
+        /// PII redaction: entities found (--patterns adds rule-based identifiers), then replaced
+        Redact(RedactArgs),
         /// Extractive question answering over --context (or --text)
         Qa(QaArgs),
         /// Top-k tokens for each mask token
@@ -137,6 +141,50 @@ mod cli {
         /// Window length in tokens (default: the model's maximum)
         #[arg(long)]
         max_length: Option<usize>,
+        #[command(flatten)]
+        patterns: PatternArgs,
+    }
+
+    #[derive(Args)]
+    struct PatternArgs {
+        /// Also find e-mails, phones, IBANs, card numbers, IP addresses and SSNs by validated rules
+        #[arg(long)]
+        patterns: bool,
+        /// Also find every match of REGEX as an entity of type LABEL (repeatable)
+        #[arg(long = "pattern", value_name = "LABEL=REGEX")]
+        custom: Vec<String>,
+    }
+
+    impl PatternArgs {
+        fn layer(&self) -> Result<Option<webert::tasks::patterns::Patterns>> {
+            let mut custom = Vec::new();
+            for p in &self.custom {
+                let Some((label, regex)) = p.split_once('=') else {
+                    return Err(Error::Input(format!("--pattern {p}: expected LABEL=REGEX")));
+                };
+                custom.push(webert::tasks::patterns::CustomPattern {
+                    label: label.into(),
+                    regex: regex.into(),
+                });
+            }
+            let p = webert::tasks::patterns::Patterns::new(self.patterns, &custom)?;
+            Ok((!p.is_empty()).then_some(p))
+        }
+    }
+
+    #[derive(Args)]
+    struct RedactArgs {
+        #[command(flatten)]
+        c: Common,
+        #[arg(long, value_enum, default_value = "type")]
+        style: redact::Style,
+        /// The mask of --style mask
+        #[arg(long, default_value = redact::DEFAULT_MASK)]
+        mask: String,
+        #[arg(long, value_enum, default_value = "first")]
+        aggregation: Aggregation,
+        #[command(flatten)]
+        patterns: PatternArgs,
     }
 
     #[derive(Args)]
@@ -280,6 +328,7 @@ mod cli {
             Cmd::Embed(a) => embed(a).await,
             Cmd::Classify(a) => classify(a).await,
             Cmd::Ner(a) => ner(a).await,
+            Cmd::Redact(a) => redact(a).await,
             Cmd::Qa(a) => qa(a).await,
             Cmd::FillMask(a) => fill_mask(a).await,
             Cmd::NextSentence(a) => next_sentence(a).await,
@@ -365,11 +414,38 @@ mod cli {
             aggregation: a.aggregation,
             stride: a.stride,
             max_len: a.max_length,
+            patterns: a.patterns.layer()?,
             ..Default::default()
         };
         let mut out = Vec::new();
         for t in texts(&a.c)? {
             out.push(ner::ner(&engine, &t, &opts).await?);
+        }
+        print(&engine, out)
+    }
+
+    async fn redact(a: RedactArgs) -> Result<()> {
+        let opts = ner::NerOptions {
+            aggregation: a.aggregation,
+            patterns: a.patterns.layer()?,
+            ..Default::default()
+        };
+        let style = redact::RedactOptions {
+            style: a.style,
+            mask: Some(a.mask),
+        };
+        #[derive(Serialize)]
+        struct Out {
+            text: String,
+            entities: Vec<ner::Entity>,
+        }
+        let engine = load(&a.c).await?;
+        let mut out = Vec::new();
+        for t in texts(&a.c)? {
+            let entities = ner::ner(&engine, &t, &opts).await?;
+            let targets: Vec<redact::Target> = entities.iter().map(Into::into).collect();
+            let text = redact::redact(&t, &targets, &style)?.text;
+            out.push(Out { text, entities });
         }
         print(&engine, out)
     }

@@ -2,6 +2,7 @@
 //! softmax, sub-word fusion (`first`/`average`/`max`), B-/I- grouping, overlapping windows
 //! merged. Offsets are Unicode code-point indices into the original text.
 
+use super::patterns::{self, Patterns};
 use super::{argmax, softmax};
 use crate::engine::{Engine, Want};
 use crate::error::Result;
@@ -28,6 +29,8 @@ pub struct NerOptions {
     /// Window length; the model's maximum when `None`.
     pub max_len: Option<usize>,
     pub ignore_labels: Vec<String>,
+    /// The pattern layer (structured identifiers, the caller's regexes); off when `None`.
+    pub patterns: Option<Patterns>,
 }
 
 impl Default for NerOptions {
@@ -37,6 +40,7 @@ impl Default for NerOptions {
             stride: 16,
             max_len: None,
             ignore_labels: vec!["O".into()],
+            patterns: None,
         }
     }
 }
@@ -54,6 +58,16 @@ pub struct Entity {
     pub word: String,
     pub start: usize,
     pub end: usize,
+    /// Which layer found it; set only when the pattern layer ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Model,
+    Pattern,
 }
 
 impl Entity {
@@ -123,10 +137,14 @@ pub async fn ner(engine: &Engine, text: &str, opts: &NerOptions) -> Result<Vec<E
                 .filter(|e| !opts.ignore_labels.iter().any(|l| l == e.label())),
         );
     }
-    Ok(if windows.len() > 1 {
+    let all = if windows.len() > 1 {
         merge_overlapping(all)
     } else {
         all
+    };
+    Ok(match &opts.patterns {
+        Some(p) if !p.is_empty() => patterns::merge(text, all, p.find(text)),
+        _ => all,
     })
 }
 
@@ -247,6 +265,7 @@ impl Tagged {
             word: self.word,
             start: self.start,
             end: self.end,
+            source: None,
         }
     }
 }
@@ -288,6 +307,7 @@ fn group_entities(engine: &Engine, tagged: Vec<Tagged>) -> Vec<Entity> {
                 word: engine.tokenizer.tokens_to_string(&tokens),
                 start: g[0].start,
                 end: g[g.len() - 1].end,
+                source: None,
             }
         })
         .collect()

@@ -59,6 +59,13 @@ pub fn pick_model_files(
     Ok(serde_json::to_string(&picked).unwrap_or_default())
 }
 
+/// Redacts `text`: entities as JSON `[{label, start, end}]` (UTF-16 offsets), options as JSON
+/// `{style, mask}`; returns the redacted text. Needs no model.
+#[wasm_bindgen]
+pub fn redact(text: &str, entities: &str, options: &str) -> Result<String, JsError> {
+    calls::redact(text, entities, options).map_err(js_error)
+}
+
 #[wasm_bindgen(js_name = lastPanic)]
 pub fn last_panic() -> String {
     LAST_PANIC.lock().map(|s| s.clone()).unwrap_or_default()

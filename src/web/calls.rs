@@ -9,7 +9,9 @@ use crate::tasks::embed::{self, EmbedOptions, Pooling};
 use crate::tasks::fill_mask::fill_mask;
 use crate::tasks::ner::{ner, Aggregation, NerOptions};
 use crate::tasks::next_sentence::next_sentence;
+use crate::tasks::patterns::{CustomPattern, Patterns};
 use crate::tasks::qa::{answer, QaOptions};
+use crate::tasks::redact::{self, RedactOptions, Style, Target};
 use crate::tasks::registry;
 use crate::tasks::scoring::{score, ScoreOptions};
 use crate::tasks::zero_shot::{self, zero_shot_many, ZeroShotOptions};
@@ -57,6 +59,9 @@ struct NerRequest {
     stride: Option<usize>,
     max_length: Option<usize>,
     ignore_labels: Option<Vec<String>>,
+    /// The pattern layer's built-in identifiers.
+    patterns: Option<bool>,
+    custom_patterns: Option<Vec<CustomPattern>>,
 }
 
 #[derive(Deserialize)]
@@ -170,6 +175,72 @@ fn to_utf16(map: &[usize], cp: usize) -> usize {
     map[cp.min(map.len() - 1)]
 }
 
+/// The pattern layer a request asks for: built-ins with `patterns: true`, the caller's own
+/// with `custom_patterns`; `None` when neither.
+pub(crate) fn pattern_layer(
+    builtin: Option<bool>,
+    custom: Option<&[CustomPattern]>,
+) -> Result<Option<Patterns>> {
+    let p = Patterns::new(builtin.unwrap_or(false), custom.unwrap_or_default())?;
+    Ok((!p.is_empty()).then_some(p))
+}
+
+/// The code point that UTF-16 index `u` falls on; inside a surrogate pair, the pair's own
+/// code point (`up: false`, a start) or the next one (`up: true`, an end).
+fn from_utf16(map: &[usize], u: usize, up: bool) -> Option<usize> {
+    if u > *map.last()? {
+        return None;
+    }
+    let k = map.partition_point(|&x| x < u);
+    Some(if map[k] == u || up { k } else { k - 1 })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedactEntity {
+    label: String,
+    start: usize,
+    end: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedactRequest {
+    style: Option<Style>,
+    mask: Option<String>,
+}
+
+/// Redaction for JS: entities (JSON `[{label, start, end}]`, UTF-16 offsets) and options
+/// (JSON `{style, mask}`) in, the redacted text out.
+pub fn redact(text: &str, entities: &str, options: &str) -> Result<String> {
+    let list: Vec<RedactEntity> = parse("redact entities", entities)?;
+    let r: RedactRequest = parse("redact", options)?;
+    let map = utf16_indices(text);
+    let mut targets = Vec::with_capacity(list.len());
+    for e in list {
+        let range = from_utf16(&map, e.start, false).zip(from_utf16(&map, e.end, true));
+        let Some((start, end)) = range.filter(|_| e.start <= e.end) else {
+            return Err(Error::Input(format!(
+                "entity {} at {}..{} is outside the text ({} UTF-16 code units)",
+                e.label,
+                e.start,
+                e.end,
+                map[map.len() - 1]
+            )));
+        };
+        targets.push(Target {
+            label: e.label,
+            start,
+            end,
+        });
+    }
+    let opts = RedactOptions {
+        style: r.style.unwrap_or_default(),
+        mask: r.mask,
+    };
+    Ok(redact::redact(text, &targets, &opts)?.text)
+}
+
 pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
     match task {
         "text-classification" => {
@@ -194,6 +265,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
                 stride: r.stride.unwrap_or(defaults.stride),
                 max_len: r.max_length,
                 ignore_labels: r.ignore_labels.unwrap_or(defaults.ignore_labels),
+                patterns: pattern_layer(r.patterns, r.custom_patterns.as_deref())?,
             };
             let mut out = Vec::with_capacity(r.texts.len());
             for text in &r.texts {
@@ -357,5 +429,19 @@ mod tests {
     fn utf16_indices_count_surrogate_pairs() {
         let map = super::utf16_indices("a😀e\u{301}b");
         assert_eq!(map, vec![0, 1, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn redact_takes_utf16_offsets_and_rounds_out_of_surrogate_pairs() {
+        let text = "😀 Zoë 😀x y";
+        // `Zoë` is UTF-16 3..6; `x` is 9..10, its emoji 7..9 (one code point).
+        let ents =
+            r#"[{"label":"B-GIVEN_NAME","start":3,"end":6},{"label":"X","start":8,"end":9}]"#;
+        let got = super::redact(text, ents, r#"{"style":"type"}"#).unwrap();
+        assert_eq!(got, "😀 [GIVEN_NAME] [X] y");
+        let err = super::redact(text, r#"[{"label":"X","start":3,"end":40}]"#, "{}").unwrap_err();
+        assert!(err.to_string().contains("outside the text"), "{err}");
+        let err = super::redact(text, "[]", r#"{"style":"blur"}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown value `blur`"), "{err}");
     }
 }

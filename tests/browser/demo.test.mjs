@@ -51,6 +51,7 @@ const marks = (p) => p.$$eval('#ner-out mark', (ms) => ms.map((m) => ({
 
 test('PII tab: highlighted entities and spans equal the golden pipeline output', T, async () => {
   await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('CPU'), null, { timeout: 120_000 });
+  await page.uncheck('#ner-patterns'); // the goldens are the model's own output
   for (const strategy of ['first', 'simple', 'none']) {
     await page.selectOption('#ner-agg', strategy);
     for (const c of golden('pii.json').cases) {
@@ -80,6 +81,44 @@ test('PII tab: highlighted entities and spans equal the golden pipeline output',
   assert.ok(!redacted.includes('Müller'));
   await page.screenshot({ path: join(ARTIFACTS, 'tab-ner-redacted.png'), fullPage: true });
   await page.uncheck('#ner-redact');
+  await page.check('#ner-patterns');
+});
+
+test('PII tab: with patterns (the default), redaction leaves no e-mail, phone, IBAN, card or IP address', T, async () => {
+  await page.click('#tab-ner');
+  assert.equal(await page.isChecked('#ner-patterns'), true);
+  const secrets = {
+    EMAIL: ['jane.doe@example.com', 'zoë.müller@beispiel.de'],
+    PHONE: ['+41 44 123 45 67', '(415) 555-2671'],
+    IBAN: ['DE89 3704 0044 0532 0130 00'],
+    CREDIT_CARD: ['4111 1111 1111 1111'],
+    IP_ADDRESS: ['192.168.10.20', '2001:db8::8a2e:370:7334'],
+  };
+  const text = 'Hi 👋🏽 Jane Doe here (jane.doe@example.com, +41 44 123 45 67 or (415) 555-2671); ' +
+    'cc zoë.müller@beispiel.de 🇨🇭. Pay to DE89 3704 0044 0532 0130 00 — card 4111 1111 1111 1111. ' +
+    'Logged from 192.168.10.20 and 2001:db8::8a2e:370:7334 ❤️.';
+  await page.fill('#ner-text', text);
+  await page.selectOption('#ner-agg', 'first');
+  await run(page, 'ner');
+  const found = await page.$$eval('#ner-out mark', (ms) => ms.map((m) => [m.dataset.label, m.dataset.source, m.textContent]));
+  for (const [label, list] of Object.entries(secrets)) {
+    for (const s of list) assert.ok(found.some(([l, src, t]) => l === label && src === 'pattern' && t === s), `${label} ${s}: ${JSON.stringify(found)}`);
+  }
+  for (const style of ['type', 'mask', 'pseudonym']) {
+    await page.selectOption('#ner-style', style);
+    await page.check('#ner-redact');
+    const redacted = await page.$eval('#ner-out', (e) => e.textContent);
+    for (const s of Object.values(secrets).flat()) {
+      assert.ok(!redacted.includes(s), `${style}: ${s} in ${redacted}`);
+      for (const part of s.split(/[\s@.:()-]+/).filter((x) => x.length >= 4)) assert.ok(!redacted.includes(part), `${style}: ${part} in ${redacted}`);
+    }
+    assert.ok(redacted.startsWith('Hi 👋🏽 ') && redacted.endsWith(' ❤️.'), redacted);
+    if (style === 'type') for (const label of Object.keys(secrets)) assert.ok(redacted.includes(`[${label}]`), `${label}: ${redacted}`);
+    if (style === 'pseudonym') assert.ok(redacted.includes('[EMAIL_2]') && !redacted.includes('[EMAIL_3]'), redacted);
+    await page.screenshot({ path: join(ARTIFACTS, `tab-ner-redacted-patterns-${style}.png`), fullPage: true });
+    await page.uncheck('#ner-redact');
+  }
+  await page.selectOption('#ner-style', 'type');
 });
 
 test('Classification tab: zero-shot ranking and scores equal the golden', T, async () => {
@@ -474,6 +513,7 @@ test('WebGPU mode (SwiftShader): the PII tab highlights the golden entities, as 
     await b.page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('WebGPU'), null, { timeout: 120_000 });
     assert.match(await b.page.textContent('#backend'), /WebGPU · .*swiftshader/i);
     // SwiftShader runs compute shaders on the CPU (seconds per call): two cases, one strategy.
+    await b.page.uncheck('#ner-patterns'); // the goldens are the model's own output
     for (const c of golden('pii.json').cases.filter((x) => ['names_email', 'unicode'].includes(x.name))) {
       await b.page.fill('#ner-text', c.text);
       await run(b.page, 'ner');

@@ -374,3 +374,50 @@ test('webert/testing says so when the build has no test hooks', async () => {
   const c = golden('pii.json').cases[0];
   assertEntities('after the refused hooks', c.text, await pii(c.text), c.pipeline.none);
 });
+
+test('redact() and the pattern layer: UTF-16 offsets around astral characters, validated identifiers', async () => {
+  const { redact } = await import(join(PKG, 'webert.js'));
+  const text = '👋🏽 Zoë Müller 😀: zoë.müller@beispiel.de, +41 44 123 45 67, IBAN CH93 0076 2011 6238 5295 7, ' +
+    'card 4111 1111 1111 1111, host 192.168.0.1 or 2001:db8::1 😀.';
+  const secrets = {
+    EMAIL: 'zoë.müller@beispiel.de', PHONE: '+41 44 123 45 67', IBAN: 'CH93 0076 2011 6238 5295 7',
+    CREDIT_CARD: '4111 1111 1111 1111', IP_ADDRESS: '192.168.0.1',
+  };
+  const plain = await pii(text, { aggregation_strategy: 'first' });
+  assert.ok(plain.every((e) => !('source' in e)), 'source only with the pattern layer');
+  const ents = await pii(text, { aggregation_strategy: 'first', patterns: true });
+  assert.ok(ents.every((e) => ['model', 'pattern'].includes(e.source)));
+  for (const [label, s] of Object.entries(secrets)) {
+    const e = ents.find((x) => x.source === 'pattern' && x.word === s);
+    assert.ok(e, `${label} ${s} not found: ${JSON.stringify(ents)}`);
+    assert.equal(e.entity_group, label);
+    assert.equal(text.slice(e.start, e.end), s);
+  }
+  // No model entity overlaps a pattern match.
+  for (const p of ents.filter((e) => e.source === 'pattern')) {
+    assert.ok(ents.every((m) => m.source === 'pattern' || m.end <= p.start || p.end <= m.start));
+  }
+  const red = redact(text, ents);
+  assert.ok(red.startsWith('👋🏽 ') && red.endsWith(' 😀.'), red);
+  for (const s of [...Object.values(secrets), 'beispiel', '2001:db8', 'Müller']) assert.ok(!red.includes(s), `${s} in ${red}`);
+  for (const label of Object.keys(secrets)) assert.ok(red.includes(`[${label}]`), `${label} in ${red}`);
+
+  // Offsets are UTF-16: 😀 is two code units, and an entity may end inside a surrogate pair.
+  assert.equal(redact('😀 Zoë Müller 😀', [{ entity_group: 'GIVEN_NAME', start: 3, end: 5 }, { entity: 'B-SURNAME', start: 7, end: 13 }]), '😀 [GIVEN_NAME] [SURNAME] 😀');
+  assert.equal(redact('a 😀b c', [{ label: 'X', start: 2, end: 3 }]), 'a [X] c');
+  assert.equal(redact('Zoë❤️ de Madrid', [{ label: 'SURNAME', start: 0, end: 4 }]), '[SURNAME] de Madrid');
+  const names = [[0, 4], [9, 13], [18, 21]].map(([start, end]) => ({ entity_group: 'PERSON', start, end }));
+  assert.equal(redact('Anna and anna met Bob', names, { style: 'pseudonym' }), '[PERSON_1] and [PERSON_1] met [PERSON_2]');
+  assert.equal(redact('Anna and anna met Bob', names, { style: 'mask' }), '█████ and █████ met █████');
+  assert.equal(redact('Anna met Bob', names.slice(0, 1), { style: 'mask', mask: '***' }), '*** met Bob');
+  assert.throws(() => redact('abc', [{ label: 'X', start: 0, end: 9 }]), /outside the text/);
+  assert.throws(() => redact('abc', [], { style: 'blur' }), /unknown redaction style "blur"/);
+  assert.throws(() => redact('abc', [{ start: 0, end: 1 }]), /entities\[0\] has no entity_group/);
+  assert.throws(() => redact('abc', [{ label: 'X', start: 0.5, end: 1 }]), /entities\[0\]\.start must be a UTF-16 offset/);
+
+  const custom = await pii('ID 😀 EMP-123456.', { custom_patterns: [{ label: 'EMPLOYEE_ID', regex: 'EMP-\\d{6}' }] });
+  const emp = custom.find((e) => e.entity_group === 'EMPLOYEE_ID');
+  assert.deepEqual([emp.start, emp.end, emp.source], [6, 16, 'pattern']);
+  await assert.rejects(pii('x', { custom_patterns: [{ label: 'BAD', regex: '(' }] }), /pattern BAD/);
+  await assert.rejects(pii('x', { patterns: 'yes' }), /token-classification options/);
+});

@@ -42,6 +42,8 @@ class Runtime {
     // Bumped when a trapped instance is replaced: engines built before belong to the old one.
     this.generation = 0;
     this.failPending = null;
+    // Whether a build has started: its synchronous exports (redact) can be called.
+    this.live = false;
   }
 
   /**
@@ -49,12 +51,17 @@ class Runtime {
    * `threads` threads share the CPU work as far as the build allows; resolves to the count.
    */
   async start(report, threads) {
+    await this.load(report, threads);
+    return this.helpers.use(this.glue, threads);
+  }
+
+  /** Starts the module once, without helpers (for `redact`); `threads` picks the build if first. */
+  async load(report, threads) {
     this.started ??= this.startBuild(report, threads).catch((e) => {
       this.started = null; // let a later pipeline try again
       throw e;
     });
     await this.started;
-    return this.helpers.use(this.glue, threads);
   }
 
   async startBuild(report, threads) {
@@ -85,6 +92,7 @@ class Runtime {
       } else {
         await this.glue.default({ module_or_path: url });
       }
+      this.live = true;
     } catch (e) {
       throw new Error(`could not start webert's WebAssembly module from ${url.href}: ${e.message}`);
     }

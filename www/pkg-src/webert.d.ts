@@ -192,6 +192,20 @@ export interface TokenClassificationOptions extends CallControl {
   max_length?: number;
   /** Default `['O']`. */
   ignore_labels?: string[];
+  /**
+   * The pattern layer (default off): e-mail, phone (international and national formats), IBAN
+   * (country length and mod 97), payment card (issuer prefix, length, Luhn), IPv4/IPv6 and US SSN
+   * found by validated rules beside the model. A pattern match wins over a model entity it
+   * overlaps (the model entity keeps its parts outside the match); every entity then carries
+   * `source`. Pattern entities have `entity_group` (the type), `score` 1.
+   */
+  patterns?: boolean;
+  /** Your own patterns (Rust `regex` syntax): every match is an entity of type `label`. */
+  custom_patterns?: CustomPattern[];
+}
+export interface CustomPattern {
+  label: string;
+  regex: string;
 }
 export interface Entity {
   /** With `aggregation_strategy: 'none'`. */
@@ -205,6 +219,8 @@ export interface Entity {
   /** UTF-16 offsets: `text.slice(start, end)` is the entity. */
   start: number;
   end: number;
+  /** Which layer found it; present when `patterns` or `custom_patterns` was given. */
+  source?: 'model' | 'pattern';
 }
 export interface TokenClassificationPipeline extends PipelineBase {
   (text: string, options?: TokenClassificationOptions): Promise<WithMeta<Entity[]>>;
@@ -360,6 +376,34 @@ export interface PipelineByTask {
 }
 
 export function pipeline<T extends keyof PipelineByTask>(task: T, model: ModelSource, options?: PipelineOptions): Promise<PipelineByTask[T]>;
+
+export interface RedactOptions {
+  /**
+   * `'type'` (default): `[EMAIL]`; `'mask'`: a fixed mask (`mask`, default `█████`) whatever the
+   * length; `'pseudonym'`: `[GIVEN_NAME_1]`, the same number for every mention of the same text
+   * of the same type (case and spacing aside).
+   */
+  style?: 'type' | 'mask' | 'pseudonym';
+  mask?: string;
+}
+/** What `redact` takes: `ner()`'s entities, or any `{ label, start, end }` (UTF-16 offsets). */
+export type RedactEntity =
+  | Pick<Entity, 'entity' | 'entity_group' | 'start' | 'end'>
+  | { label: string; start: number; end: number };
+
+/**
+ * `text` with every entity replaced. Entities of one type that touch or are joined by
+ * non-space characters become one; a span grows to its whole whitespace-delimited token (less
+ * punctuation and symbols at the token's edges that the entity did not reach) and never splits
+ * a grapheme cluster, so no character of an entity stays. `B-`/`I-` prefixes are dropped.
+ * The same Rust code as `webert redact` in the CLI, run synchronously on the WebAssembly module
+ * of this context: a token-classification pipeline starts it; without one, `await
+ * redact.ready()` first (calling it earlier throws).
+ */
+export const redact: {
+  (text: string, entities: RedactEntity[], options?: RedactOptions): string;
+  ready(): Promise<void>;
+};
 
 /** Whether the browser exposes a WebGPU adapter (fallback adapters included). */
 export function webgpuAvailable(): Promise<boolean>;

@@ -5,12 +5,13 @@
 
 import { env, resolveModel } from './env.js';
 import { clearCache as clearFiles } from './files.js';
-import { HOST } from './host.js';
+import { HOST, WorkerHost } from './host.js';
 import { laneRequest } from './lane.js';
 import { webgpuAdapter } from './runtime.js';
+import { redact } from './redact.js';
 import { acquire, release } from './sharing.js';
 
-export { env, webgpuAdapter };
+export { env, redact, webgpuAdapter };
 
 /** Deletes cached model files: those of a folder URL or model id, or all. */
 export function clearCache(model) {
@@ -97,9 +98,14 @@ export async function pipeline(task, model, options = {}) {
   const { revision, ...rest } = options;
   const { source, hub } = resolveModel(model, revision ?? 'main');
   const entry = acquire(source, { ...rest, device, ...(hub && { hub }) }, onProgress);
+  // Entities are what redact() takes: a model in a worker leaves this context without a module,
+  // so start one for redact() while the model loads (in-thread models start it themselves).
+  const page = kind === 'token-classification' && entry.host instanceof WorkerHost;
+  const redactor = page ? redact.ready().catch(() => {}) : null;
   let info;
   try {
     info = await entry.ready;
+    await redactor;
   } catch (e) {
     release(entry);
     throw e;

@@ -1,5 +1,5 @@
 // Compiled with `tsc --noEmit` against the packed package's webert.d.ts.
-import { pipeline, type Entity, type LabelScore, type Ranked, type TextScore } from 'webert';
+import { pipeline, redact, type Entity, type LabelScore, type Ranked, type TextScore } from 'webert';
 import { testHooks } from 'webert/testing';
 
 const ner = await pipeline('token-classification', '/models/pii/', { onProgress: (p) => p.stage, device: 'auto' });
@@ -7,6 +7,13 @@ const one = await ner('text', { aggregation_strategy: 'first' });
 const first: Entity | undefined = one[0];
 const many = await ner(['a', 'b']);
 const nested: Entity[][] = many;
+const withPatterns = await ner('text', { patterns: true, custom_patterns: [{ label: 'ID', regex: 'ID-\\d+' }] });
+const source: 'model' | 'pattern' | undefined = withPatterns[0]?.source;
+await redact.ready();
+const redacted: string = redact('text', withPatterns, { style: 'pseudonym' });
+redact('text', [{ label: 'X', start: 0, end: 1 }]);
+// @ts-expect-error: no such style
+redact('text', [], { style: 'blur' });
 const backend: string = one.backend;
 const ms: number = many.ms;
 const zs = await pipeline('zero-shot-classification', '/models/minilm/');
@@ -31,4 +38,4 @@ const threads: number = await testHooks(embed).threads(1);
 const lane: { answered: number } | null = testHooks(ner).laneStats();
 await testHooks(qa).trap();
 export { isNext, pairs, pll, scored };
-export { first, nested, many, backend, ms, labels, vec, states, ranked, start, profile, threads, lane };
+export { first, nested, source, redacted, many, backend, ms, labels, vec, states, ranked, start, profile, threads, lane };

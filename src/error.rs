@@ -39,6 +39,8 @@ pub enum Error {
     Gpu(GpuError),
     #[error("the model has no {0} head; its architecture is {1}")]
     WrongHead(&'static str, String),
+    #[error("this classifier head was trained on {head}; the model is {model}")]
+    WrongEncoder { head: String, model: String },
 }
 
 impl Error {

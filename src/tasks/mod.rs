@@ -3,9 +3,12 @@
 pub mod classify;
 pub mod embed;
 pub mod fill_mask;
+pub mod head;
+pub mod logistic;
 pub mod ner;
 pub mod qa;
 pub mod registry;
+pub mod train;
 pub mod zero_shot;
 
 use serde::Serialize;

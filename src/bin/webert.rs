@@ -15,6 +15,10 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+#[path = "webert/train.rs"]
+mod train;
+
+#[cfg(not(target_arch = "wasm32"))]
 mod cli {
     use clap::{Args, Parser, Subcommand};
     use serde::Serialize;
@@ -82,6 +86,8 @@ mod cli {
         Qa(QaArgs),
         /// Top-k tokens for each mask token
         FillMask(FillMaskArgs),
+        /// Teach a classification head from labelled examples (JSON lines) on the model's sentence embeddings
+        TrainClassifier(super::train::TrainArgs),
         /// Write an ONNX model's weights (dequantized to f32) as safetensors
         ImportOnnx(ImportArgs),
         /// Time forward passes: ms per sequence and sequences per second
@@ -120,6 +126,9 @@ mod cli {
         template: String,
         #[arg(long)]
         multi_label: bool,
+        /// A head from train-classifier (safetensors): classify with it on the model's embeddings
+        #[arg(long, conflicts_with_all = ["labels", "pair"])]
+        head: Option<PathBuf>,
     }
 
     #[derive(Args)]
@@ -261,6 +270,7 @@ mod cli {
             Cmd::Ner(a) => ner(a).await,
             Cmd::Qa(a) => qa(a).await,
             Cmd::FillMask(a) => fill_mask(a).await,
+            Cmd::TrainClassifier(a) => super::train::run(a).await,
             Cmd::ImportOnnx(a) => import_onnx(a),
             Cmd::Bench(a) => super::bench::run(a).await,
         }
@@ -298,8 +308,18 @@ mod cli {
     }
 
     async fn classify(a: ClassifyArgs) -> Result<()> {
+        let head = a.head.as_deref().map(super::train::read_head).transpose()?;
         let engine = load(&a.c).await?;
         let texts = texts(&a.c)?;
+        if let Some(head) = head {
+            let opts = classify::ClassifyOptions {
+                top_k: a.top_k,
+                function: a.function.unwrap_or_default(),
+                truncation: a.c.truncation(),
+            };
+            let out = super::train::classify(&engine, &head, &texts, opts).await?;
+            return print(&engine, out);
+        }
         if let Some(labels) = a.labels {
             let labels: Vec<&str> = (labels.split(','))
                 .map(str::trim)

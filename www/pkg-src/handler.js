@@ -11,13 +11,17 @@ export class Handler {
   }
 
   /** One message from the page; `progress` gets the load's progress events. */
-  async handle({ op, source, options, task, request, text, hook, arg }, progress) {
+  async handle({ op, source, options, task, request, text, hook, arg, features, labels, C, bytes }, progress) {
     switch (op) {
       case 'load':
         this.model = new Model(source, options);
         return this.model.load(progress);
       case 'call':
         return this.model.call(task, request);
+      case 'fit':
+        return this.model.fit(features, labels, C);
+      case 'head':
+        return this.model.addHead(bytes);
       case 'profile':
         return this.model.profile(text);
       case 'hook':

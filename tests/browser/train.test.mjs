@@ -11,6 +11,7 @@ import { MODELS, PKG, golden, requireModels } from './golden.mjs';
 import { serve } from '../../scripts/serve.mjs';
 
 const { pipeline, train } = await import(join(PKG, 'webert.js'));
+const { testHooks } = await import(join(PKG, 'testing.js'));
 requireModels();
 
 const G = golden('train.json');
@@ -118,5 +119,14 @@ test('a head refuses another encoder, malformed bytes and bad examples, clearly'
   await assert.rejects(train('fill-mask', minilm, G.sets.sentiment.examples), /teaches text-classification/);
   // Nothing above broke the shared model.
   assert.equal((await clf('Lovely!'))[0].label, 'positive');
+  clf.dispose();
+});
+
+test('after a trap restarts the instance, the model reloads with its heads', async () => {
+  const clf = await train('text-classification', join(MODELS, 'minilm'), G.sets.sentiment.examples);
+  const texts = ['Lovely!', 'Awful.'];
+  const want = await clf(texts, { top_k: null });
+  await assert.rejects(testHooks(clf).trap(), /the WebAssembly instance was restarted/);
+  assert.deepEqual(await clf(texts, { top_k: null }), want);
   clf.dispose();
 });

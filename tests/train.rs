@@ -174,3 +174,129 @@ fn a_head_refuses_another_encoder_and_bad_training_sets() {
     };
     assert!(block_on(train::train(&minilm, &examples(&g, "sentiment"), bad_c)).is_err());
 }
+
+/// `webert` itself, with the arguments; its stdout, or its stderr as the error.
+fn cli(args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_webert"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    match out.status.success() {
+        true => Ok(String::from_utf8(out.stdout).unwrap()),
+        false => Err(String::from_utf8(out.stderr).unwrap()),
+    }
+}
+
+#[test]
+fn the_cli_trains_a_head_file_and_classifies_with_it() {
+    let g = golden("train.json");
+    let case = (g["cases"].as_array().unwrap().iter())
+        .find(|c| c["set"] == "sentiment" && c["C"] == 25.0)
+        .unwrap();
+    let dir = root().join("target/test-models/cli-train");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines: Vec<String> = (examples(&g, "sentiment").iter())
+        .map(|e| serde_json::json!({"text": e.text, "label": e.label}).to_string())
+        .collect();
+    let data = dir.join("sentiment.jsonl");
+    std::fs::write(&data, lines.join("\n") + "\n\n").unwrap();
+    let (model, head) = (model_dir("minilm"), dir.join("head.safetensors"));
+    let (model, head, data) = (
+        model.to_str().unwrap(),
+        head.to_str().unwrap(),
+        data.to_str().unwrap(),
+    );
+    let args = [
+        "train-classifier",
+        "--model",
+        model,
+        "--data",
+        data,
+        "--out",
+        head,
+        "--c",
+        "25",
+        "--backend",
+        "cpu",
+    ];
+    cli(&args).unwrap();
+    let text = &held_out(&g, "sentiment")[0];
+    let args = [
+        "classify",
+        "--model",
+        model,
+        "--head",
+        head,
+        "--text",
+        text,
+        "--backend",
+        "cpu",
+    ];
+    let out: Value = serde_json::from_str(&cli(&args).unwrap()).unwrap();
+    let classes = strings(&case["classes"]);
+    assert_eq!(out[0]["label"], case["held_out_labels"][0]);
+    for (j, c) in classes.iter().enumerate() {
+        let got = out
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| &l["label"] == c)
+            .unwrap()["score"]
+            .as_f64()
+            .unwrap();
+        let want = case["held_out_proba"][0][j].as_f64().unwrap();
+        assert!((got - want).abs() <= 2e-3, "{c}: {got} vs {want}");
+    }
+    let args = [
+        "classify",
+        "--model",
+        model,
+        "--head",
+        head,
+        "--text",
+        text,
+        "--top-k",
+        "1",
+        "--backend",
+        "cpu",
+    ];
+    let top: Value = serde_json::from_str(&cli(&args).unwrap()).unwrap();
+    assert_eq!(top.as_array().unwrap().len(), 1);
+
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": \"b\"}\n",
+    )
+    .unwrap();
+    let args = [
+        "train-classifier",
+        "--model",
+        model,
+        "--data",
+        bad.to_str().unwrap(),
+        "--out",
+        head,
+    ];
+    let err = cli(&args).unwrap_err();
+    assert!(
+        err.contains("bad.jsonl line 2: missing field `label`"),
+        "{err}"
+    );
+    let splade = model_dir("splade-tiny");
+    let args = [
+        "classify",
+        "--model",
+        splade.to_str().unwrap(),
+        "--head",
+        head,
+        "--text",
+        "hi",
+    ];
+    let err = cli(&args).unwrap_err();
+    assert!(
+        err.contains("this classifier head was trained on a bert encoder of hidden size 384"),
+        "{err}"
+    );
+}

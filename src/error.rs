@@ -41,6 +41,8 @@ pub enum Error {
     Cancelled,
     #[error("the model has no {0} head; its architecture is {1}")]
     WrongHead(&'static str, String),
+    #[error("this classifier head was trained on {head}; the model is {model}")]
+    WrongEncoder { head: String, model: String },
 }
 
 impl Error {

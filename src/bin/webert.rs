@@ -15,6 +15,10 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+#[path = "webert/train.rs"]
+mod train;
+
+#[cfg(not(target_arch = "wasm32"))]
 mod cli {
     use clap::{Args, Parser, Subcommand};
     use serde::Serialize;
@@ -88,6 +92,8 @@ mod cli {
         NextSentence(NextSentenceArgs),
         /// Masked-LM pseudo-log-likelihood of each text, with every token's log-probability
         Score(ScoreArgs),
+        /// Teach a classification head from labelled examples (JSON lines) on the model's sentence embeddings
+        TrainClassifier(super::train::TrainArgs),
         /// Write an ONNX model's weights (dequantized to f32) as safetensors
         ImportOnnx(ImportArgs),
         /// Time forward passes: ms per sequence and sequences per second
@@ -127,6 +133,9 @@ mod cli {
         hypothesis_template: String,
         #[arg(long)]
         multi_label: bool,
+        /// A head from train-classifier (safetensors): classify with it on the model's embeddings
+        #[arg(long, conflicts_with_all = ["labels", "pair"])]
+        head: Option<PathBuf>,
     }
 
     #[derive(Args)]
@@ -333,6 +342,7 @@ mod cli {
             Cmd::FillMask(a) => fill_mask(a).await,
             Cmd::NextSentence(a) => next_sentence(a).await,
             Cmd::Score(a) => score(a).await,
+            Cmd::TrainClassifier(a) => super::train::run(a).await,
             Cmd::ImportOnnx(a) => import_onnx(a),
             Cmd::Bench(a) => super::bench::run(a).await,
         }
@@ -370,8 +380,18 @@ mod cli {
     }
 
     async fn classify(a: ClassifyArgs) -> Result<()> {
+        let head = a.head.as_deref().map(super::train::read_head).transpose()?;
         let engine = load(&a.c).await?;
         let texts = texts(&a.c)?;
+        if let Some(head) = head {
+            let opts = classify::ClassifyOptions {
+                top_k: a.top_k,
+                function: a.function.unwrap_or_default(),
+                truncation: a.c.truncation(),
+            };
+            let out = super::train::classify(&engine, &head, &texts, opts).await?;
+            return print(&engine, out);
+        }
         if let Some(labels) = a.labels {
             let labels: Vec<&str> = (labels.split(','))
                 .map(str::trim)

@@ -3,6 +3,8 @@
 pub mod classify;
 pub mod embed;
 pub mod fill_mask;
+pub mod head;
+pub mod logistic;
 pub mod ner;
 pub mod next_sentence;
 pub mod patterns;
@@ -10,6 +12,7 @@ pub mod qa;
 pub mod redact;
 pub mod registry;
 pub mod scoring;
+pub mod train;
 pub mod zero_shot;
 
 use serde::Serialize;

@@ -1,11 +1,12 @@
 //! wasm-bindgen exports: model files handed over as bytes, one loaded model per `WebEngine`,
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
-use super::calls;
+use super::{calls, trained};
 use crate::engine::{AutoOptions, Engine, LoadOptions, Want, Watch};
 use crate::error::parse_name;
 use crate::model::ModelFiles;
-use std::cell::Cell;
+use crate::tasks::head::ClassifierHead;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Mutex;
 use wasm_bindgen::prelude::*;
@@ -118,6 +119,7 @@ impl ModelLoader {
         Ok(WebEngine {
             engine: Rc::new(engine),
             busy: Rc::new(Cell::new(false)),
+            heads: RefCell::new(Vec::new()),
         })
     }
 }
@@ -161,6 +163,8 @@ pub struct WebEngine {
     engine: Rc<Engine>,
     /// The engine serves one call at a time (a second would meet its locks mid-call).
     busy: Rc<Cell<bool>>,
+    /// Classifier heads taught or loaded for this encoder (`addHead`), by index.
+    heads: RefCell<Vec<Rc<ClassifierHead>>>,
 }
 
 #[wasm_bindgen]
@@ -186,13 +190,42 @@ impl WebEngine {
             ));
         }
         // CPU futures complete without ever waiting, so driving them here cannot block.
+        if task == trained::TASK {
+            let heads = self.heads.borrow().clone();
+            return pollster::block_on(trained::call(&self.engine, &heads, request))
+                .map_err(js_error);
+        }
         pollster::block_on(calls::call(&self.engine, task, request)).map_err(js_error)
     }
 
     /// Runs one task request (JSON); the promise resolves to its result (JSON). Offsets are
     /// UTF-16 indices. Await each call before the next.
     pub fn call(&self, task: String, request: String) -> js_sys::Promise {
-        self.one_at_a_time(|engine| async move { calls::call(&engine, &task, &request).await })
+        let heads = self.heads.borrow().clone();
+        self.one_at_a_time(|engine| async move {
+            match task.as_str() {
+                trained::TASK => trained::call(&engine, &heads, &request).await,
+                _ => calls::call(&engine, &task, &request).await,
+            }
+        })
+    }
+
+    /// Fits a classifier head (scikit-learn's `LogisticRegression(C)`) on `features`, one
+    /// row of the hidden size per label of `labels` (JSON list), as `feature-extraction`
+    /// with mean pooling and normalisation made them; returns the head file (safetensors).
+    #[wasm_bindgen(js_name = fitHead)]
+    pub fn fit_head(&self, features: &[f32], labels: &str, c: f64) -> Result<Vec<u8>, JsError> {
+        trained::fit(&self.engine, features, labels, c).map_err(js_error)
+    }
+
+    /// Reads a head file made for this encoder and keeps it; returns JSON with its index
+    /// (`id`, for `trained-classification` requests), labels, C and how it was trained.
+    #[wasm_bindgen(js_name = addHead)]
+    pub fn add_head(&self, bytes: &[u8]) -> Result<String, JsError> {
+        let (head, info) = trained::load(&self.engine, bytes).map_err(js_error)?;
+        let mut heads = self.heads.borrow_mut();
+        heads.push(Rc::new(head));
+        Ok(format!("{{\"id\":{},\"head\":{info}}}", heads.len() - 1))
     }
 
     /// As `call`, watched: before each window (one per batch on the CPU) and at the end,

@@ -146,7 +146,7 @@ enum EmbedPooling {
     None,
 }
 
-fn parse<T: DeserializeOwned>(task: &str, json: &str) -> Result<T> {
+pub(crate) fn parse<T: DeserializeOwned>(task: &str, json: &str) -> Result<T> {
     serde_json::from_str(json).map_err(|e| {
         // The request is JSON the package wrote: where in it says nothing to the caller.
         let e = e.to_string().replace("unknown variant", "unknown value");
@@ -155,7 +155,7 @@ fn parse<T: DeserializeOwned>(task: &str, json: &str) -> Result<T> {
     })
 }
 
-fn to_json<T: Serialize>(v: &T) -> Result<String> {
+pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::Input(e.to_string()))
 }
 

@@ -4,3 +4,4 @@
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod bindings;
 pub mod calls;
+pub mod trained;

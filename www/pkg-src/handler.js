@@ -17,7 +17,7 @@ export class Handler {
   }
 
   /** One message from the page; `progress` gets the load's progress events. */
-  async handle({ op, id, source, options, task, request, watched, text, hook, arg }, progress) {
+  async handle({ op, id, source, options, task, request, watched, text, hook, arg, features, labels, C, bytes }, progress) {
     switch (op) {
       case 'load':
         this.model = new Model(source, options);
@@ -30,6 +30,10 @@ export class Handler {
         };
         return this.model.call(task, request, watch).finally(() => this.aborted.delete(id));
       }
+      case 'fit':
+        return this.model.fit(features, labels, C);
+      case 'head':
+        return this.model.addHead(bytes);
       case 'profile':
         return this.model.profile(text);
       case 'hook':

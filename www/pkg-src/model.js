@@ -16,6 +16,8 @@ export class Model {
     this.queue = Promise.resolve();
     this.queued = 0;
     this.idleWarmUp = new IdleWarmUp();
+    /** Classifier head files added so far; an engine built again gets them in the same order. */
+    this.heads = [];
   }
 
   /** Downloads or reads the files and builds the engine. `report` gets progress events. */
@@ -51,6 +53,7 @@ export class Model {
       throw this.recover(e);
     }
     this.info = JSON.parse(this.engine.info());
+    for (const head of this.heads) this.engine.addHead(head);
     this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
     if (this.info.threads > 1 && !runtime.helpers.warm) {
       await warmHelpers(this.engine, this.info.max_length);
@@ -115,6 +118,26 @@ export class Model {
   /** What a call's result says besides its value, for a call started at `t0`. */
   meta(t0) {
     return { ms: performance.now() - t0, backend: this.engine.backend(), gpu_failure: this.engine.gpuFailure() };
+  }
+
+  /** Fits a classifier head on features (Float32Array, one row per label): the head file's bytes. */
+  fit(features, labels, C) {
+    return this.enqueue(async () => {
+      if (!this.live) await this.load();
+      const t0 = performance.now();
+      const bytes = this.engine.fitHead(features, JSON.stringify(labels), C);
+      return { bytes, ms: performance.now() - t0 };
+    });
+  }
+
+  /** Checks a head file against this encoder and keeps it: `{ id, head }`. */
+  addHead(bytes) {
+    return this.enqueue(async () => {
+      if (!this.live) await this.load();
+      const info = JSON.parse(this.engine.addHead(bytes));
+      this.heads.push(bytes);
+      return info;
+    });
   }
 
   /** Milliseconds per GPU kernel or per kind of CPU op of one forward over `text`. */

@@ -6,6 +6,9 @@ import { LocalHost, WorkerHost } from './host.js';
 
 const shared = new Map();
 
+/** A pipeline's entry (attached to the pipeline), for `train()` on an encoder pipeline. */
+export const ENTRY = Symbol('webert model entry');
+
 /** Starts a host and loads the model: `{ host, ready }`, `ready` resolving to the model's info. */
 export function acquire(model, options, onProgress) {
   const inWorker = options.worker ?? (!isNode && typeof Worker !== 'undefined');
@@ -34,6 +37,12 @@ export function acquire(model, options, onProgress) {
   }
   if (key) shared.set(key, entry);
   entry.ready.catch(() => key && shared.get(key) === entry && shared.delete(key));
+  return entry;
+}
+
+/** One more pipeline on an entry's model (a classifier taught on an encoder pipeline's model). */
+export function retain(entry) {
+  entry.refs++;
   return entry;
 }
 

@@ -81,7 +81,17 @@ export interface PipelineOptions {
   weights?: string;
   /** Keep downloaded files in the Cache API and read them from there (default true). */
   cache?: boolean;
+  /**
+   * `text-classification` only: classify with a head taught by `train()` (its `exportHead()`
+   * bytes, or a URL of them; a path in Node) on this model's sentence embeddings, instead of the
+   * model's own head. The model must be the encoder the head was trained on, else the promise
+   * rejects.
+   */
+  head?: HeadSource;
 }
+
+/** A classifier head file (safetensors): its URL (a path in Node), or its bytes. */
+export type HeadSource = string | URL | ArrayBuffer | ArrayBufferView | Blob;
 
 /** Attached (non-enumerable) to every result. */
 export interface ResultMeta {
@@ -362,6 +372,44 @@ export interface ZeroShotPipeline extends PipelineBase {
   (texts: string[], options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<LabelScore[][]>>;
 }
 
+export interface TrainingExample {
+  text: string;
+  label: string;
+}
+
+/** Progress of `train()`: the model's loading stages, then the examples embedded so far. */
+export type TrainProgress = LoadProgress | { stage: 'embed'; done: number; total: number };
+
+export interface TrainOptions extends Omit<PipelineOptions, 'head' | 'onProgress' | 'progress_callback'> {
+  /** Inverse regularisation strength, as scikit-learn's `LogisticRegression(C)` (default 1). */
+  C?: number;
+  /** Cut examples longer than the model takes (default true: at the model's limit). */
+  truncation?: Truncation;
+  onProgress?: (p: TrainProgress) => void;
+  progress_callback?: (p: TrainProgress) => void;
+}
+
+/** What a classifier head file says about itself. */
+export interface HeadInfo {
+  /** Sorted (by code point, as scikit-learn's `classes_`). */
+  labels: string[];
+  C: number;
+  /** The encoder whose embeddings it was trained on. */
+  encoder: { model_type: string; hidden_size: number; config_hash: string };
+  examples: number;
+  /** L-BFGS iterations, and whether the fit reached its tolerance (it does unless something is badly off). */
+  iterations: number;
+  converged: boolean;
+}
+
+export interface TrainedClassifierPipeline extends TextClassificationPipeline {
+  readonly head: HeadInfo;
+  /** The head as a safetensors file (a few kB): save it, and load it with `pipeline(..., { head })`. */
+  exportHead(): Uint8Array;
+  /** Set by `train()`: milliseconds spent embedding the examples and fitting the head. */
+  readonly training?: { examples: number; embed_ms: number; fit_ms: number; iterations: number; converged: boolean };
+}
+
 export interface PipelineByTask {
   'text-classification': TextClassificationPipeline;
   'sentiment-analysis': TextClassificationPipeline;
@@ -375,6 +423,11 @@ export interface PipelineByTask {
   'zero-shot-classification': ZeroShotPipeline;
 }
 
+export function pipeline(
+  task: 'text-classification' | 'sentiment-analysis',
+  model: ModelSource,
+  options: PipelineOptions & { head: HeadSource },
+): Promise<TrainedClassifierPipeline>;
 export function pipeline<T extends keyof PipelineByTask>(task: T, model: ModelSource, options?: PipelineOptions): Promise<PipelineByTask[T]>;
 
 export interface RedactOptions {
@@ -404,6 +457,21 @@ export const redact: {
   (text: string, entities: RedactEntity[], options?: RedactOptions): string;
   ready(): Promise<void>;
 };
+
+/**
+ * Teaches a text classifier from labelled examples, in the page: each example's sentence
+ * embedding (mean-pooled, L2-normalised: `feature-extraction` with `pooling: 'mean', normalize:
+ * true`), then scikit-learn's `LogisticRegression(C)` fitted on them (multinomial for three or
+ * more labels, one logistic vector for two), solved to convergence. `encoder`: a pipeline (its
+ * model is shared, nothing loads again) or a model source loaded with `options`. Nothing leaves
+ * the page. The result classifies as any text-classification pipeline does (single texts).
+ */
+export function train(
+  task: 'text-classification' | 'sentiment-analysis',
+  encoder: PipelineBase | ModelSource,
+  examples: TrainingExample[],
+  options?: TrainOptions,
+): Promise<TrainedClassifierPipeline>;
 
 /** Whether the browser exposes a WebGPU adapter (fallback adapters included). */
 export function webgpuAvailable(): Promise<boolean>;

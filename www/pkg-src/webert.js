@@ -9,7 +9,8 @@ import { HOST, WorkerHost } from './host.js';
 import { laneRequest } from './lane.js';
 import { webgpuAdapter } from './runtime.js';
 import { redact } from './redact.js';
-import { acquire, release } from './sharing.js';
+import { ENTRY, acquire, release } from './sharing.js';
+import { readHead, teach } from './teach.js';
 
 export { env, redact, webgpuAdapter };
 
@@ -89,13 +90,13 @@ export async function pipeline(task, model, options = {}) {
   if (!(kind in RUNNERS)) {
     throw new Error(`unknown task "${task}"; supported: ${Object.keys(RUNNERS).join(', ')} (aliases: ${Object.keys(ALIASES).join(', ')})`);
   }
-  const device = options.device ?? 'auto';
-  if (!['auto', 'cpu', 'webgpu'].includes(device)) throw new Error(`unknown device "${device}"; use 'auto', 'cpu' or 'webgpu'`);
-  if (!['int', 'f32', undefined].includes(options.quantized)) throw new Error(`unknown quantized compute "${options.quantized}"; use 'int' or 'f32'`);
+  const { head, revision, ...rest } = options;
+  const device = checkDevice(rest);
   if (model == null) throw new Error('pipeline() needs a model: a folder URL, a FileList / File[] or an object of file name → ArrayBuffer');
-  if (options.dtype != null && typeof options.dtype !== 'string') throw new TypeError(`dtype must be a string such as 'q8' or 'fp32', got ${typeof options.dtype}`);
+  if (rest.dtype != null && typeof rest.dtype !== 'string') throw new TypeError(`dtype must be a string such as 'q8' or 'fp32', got ${typeof rest.dtype}`);
+  if (head != null && kind !== 'text-classification') throw new Error(`the head option is for text-classification, not ${kind}`);
+  const headBytes = head == null ? null : await readHead(head);
   const onProgress = options.onProgress ?? options.progress_callback;
-  const { revision, ...rest } = options;
   const { source, hub } = resolveModel(model, revision ?? 'main');
   const entry = acquire(source, { ...rest, device, ...(hub && { hub }) }, onProgress);
   // Entities are what redact() takes: a model in a worker leaves this context without a module,
@@ -110,12 +111,49 @@ export async function pipeline(task, model, options = {}) {
     release(entry);
     throw e;
   }
-  // The engine's task registry says which tasks this model runs (`info.tasks`).
-  if (!info.tasks.includes(kind)) {
+  return build(kind, entry, info, device, headBytes);
+}
+
+/**
+ * Teaches a text classifier from `{ text, label }` examples on an encoder (a pipeline, whose
+ * model is shared, or a model source). @see webert.d.ts
+ */
+export async function train(task, encoder, examples, options = {}) {
+  const kind = ALIASES[task] ?? task;
+  if (kind !== 'text-classification') throw new Error(`train() teaches text-classification, not "${task}"`);
+  return teach(encoder, examples, options, { build, checkDevice });
+}
+
+/** The device option, checked along with `quantized`. */
+function checkDevice(options) {
+  const device = options.device ?? 'auto';
+  if (!['auto', 'cpu', 'webgpu'].includes(device)) throw new Error(`unknown device "${device}"; use 'auto', 'cpu' or 'webgpu'`);
+  if (!['int', 'f32', undefined].includes(options.quantized)) throw new Error(`unknown quantized compute "${options.quantized}"; use 'int' or 'f32'`);
+  return device;
+}
+
+/**
+ * The pipeline function for `kind` on a loaded model's entry (released if this fails); with
+ * `headBytes`, text classification by that classifier head on the model's embeddings.
+ */
+async function build(kind, entry, info, device, headBytes = null) {
+  // The engine's task registry says which tasks this model runs (`info.tasks`); a taught head
+  // needs only the encoder's embeddings.
+  const needs = headBytes ? 'feature-extraction' : kind;
+  if (!info.tasks.includes(needs)) {
     release(entry);
     throw new Error(`this model cannot do ${kind}: it is a ${info.model_type} model with a ${info.task} head`);
   }
   const { host } = entry;
+  let head = null;
+  if (headBytes) {
+    try {
+      head = await host.send({ op: 'head', bytes: headBytes });
+    } catch (e) {
+      release(entry);
+      throw e;
+    }
+  }
   const call = (wasmTask) => async ({ signal, onProgress, ...request }, single) => {
     signal?.throwIfAborted();
     const t0 = performance.now();
@@ -129,7 +167,9 @@ export async function pipeline(task, model, options = {}) {
     return withMeta(single ? value[0] : value, { backend, ms, wall_ms: performance.now() - t0, ...extra });
   };
   const state = { backend: info.backend, gpu_failure: info.gpu_failure };
-  const fn = RUNNERS[kind](call(kind));
+  const trained = head && call('trained-classification');
+  const fn = RUNNERS[kind](head ? (request, single) => trained({ ...request, head: head.id }, single) : call(kind));
+  if (head) Object.assign(fn, { head: head.head, exportHead: () => headBytes.slice() });
   if (kind === 'feature-extraction') {
     const rank = call('rank');
     fn.rank = async (query, documents, o = {}) => {
@@ -145,6 +185,7 @@ export async function pipeline(task, model, options = {}) {
     backend: { get: () => state.backend, enumerable: true },
     gpuFailure: { get: () => state.gpu_failure ?? null, enumerable: true },
     [HOST]: { value: host }, // for testing.js
+    [ENTRY]: { value: entry },
   });
   return Object.assign(fn, {
     task: kind,

@@ -2,7 +2,7 @@
 //! The CPU and GPU executors both run exactly this list.
 
 use super::config::{Activation, Architecture, ModelConfig, ModelType};
-use super::weights::{BlockQuant, Tensor, Weights};
+use super::weights::{Quant, Tensor, Weights};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -169,7 +169,7 @@ impl Builder<'_> {
         }
         let mut fused = Tensor::new(vec![3 * h, h], w);
         if quants.len() == 3 {
-            fused.quant = BlockQuant::concat(quants.iter().map(|q| &**q)).map(Box::new);
+            fused.quant = Quant::concat(quants.iter().map(|q| &**q)).map(Box::new);
         }
         let stem = names[0].rsplit_once('.').map_or("", |(s, _)| s).to_string();
         let weight = self.push(&format!("{stem}.qkv.weight"), fused);

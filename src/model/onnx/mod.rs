@@ -434,7 +434,7 @@ pub fn import(file: &str, bytes: &[u8]) -> crate::Result<super::Weights> {
     let mut w = super::Weights::default();
     for t in tensors {
         let mut tensor = super::Tensor::new(t.shape, t.data);
-        tensor.quant = t.quant.map(Box::new);
+        tensor.quant = t.quant.map(|q| Box::new(super::Quant::Block(q)));
         w.insert(t.name, tensor);
     }
     Ok(w)

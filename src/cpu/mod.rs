@@ -364,7 +364,9 @@ fn row_groups(batch: &Batch, rows: Rows, out: &mut Vec<RowGroup>) {
         Rows::Picked => {
             for (i, &p) in batch.picked.iter().enumerate() {
                 match out.last_mut() {
-                    Some(g) if batch.picked[g.start] / l == p / l => (g.end, g.real) = (i + 1, i + 1 - g.start),
+                    Some(g) if batch.picked[g.start] / l == p / l => {
+                        (g.end, g.real) = (i + 1, i + 1 - g.start)
+                    }
                     _ => out.push(RowGroup {
                         start: i,
                         end: i + 1,

@@ -190,11 +190,7 @@ pub fn dynamic_params(x: impl IntoIterator<Item = f32>) -> (f32, i32) {
     let (min, max) = x
         .into_iter()
         .fold((0f32, 0f32), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let scale = if max == min {
-        1.0
-    } else {
-        (max - min) / 255.0
-    };
+    let scale = if max == min { 1.0 } else { (max - min) / 255.0 };
     let zp = (0.0 - min / scale).clamp(0.0, 255.0).round_ties_even() as i32;
     (scale, zp)
 }
@@ -275,7 +271,10 @@ fn quantize_a_channel(
     } = dst;
     params.clear();
     for g in groups {
-        assert!(g.start == params.len() && g.real <= g.end - g.start, "row groups");
+        assert!(
+            g.start == params.len() && g.real <= g.end - g.start,
+            "row groups"
+        );
         let values = (g.start..g.start + g.real).flat_map(|r| a[r * lda..r * lda + k].iter());
         let p = dynamic_params(values.copied());
         params.resize(g.end, p);
@@ -343,7 +342,10 @@ pub fn qgemm(
     ldc: usize,
     scratch: &mut QScratch,
 ) {
-    assert!(!w.is_channel(), "per-channel weights go through qgemm_channel");
+    assert!(
+        !w.is_channel(),
+        "per-channel weights go through qgemm_channel"
+    );
     check_operands(kern, m, a, lda, w, c, ldc);
     if m == 0 || w.n == 0 {
         return;
@@ -354,14 +356,7 @@ pub fn qgemm(
 }
 
 /// Runs the tiles of `C = A·Wᵀ` over A as `quantize_a` or `quantize_a_channel` left it.
-fn run_tiles(
-    kern: &QKernel,
-    m: usize,
-    w: &PackedQ,
-    c: &mut [f32],
-    ldc: usize,
-    scratch: &QScratch,
-) {
+fn run_tiles(kern: &QKernel, m: usize, w: &PackedQ, c: &mut [f32], ldc: usize, scratch: &QScratch) {
     let (n, mr, nr) = (w.n, kern.mr, kern.nr);
     let (block, blocks) = (w.block, w.blocks());
     let strips = m.div_ceil(mr);
@@ -734,20 +729,39 @@ mod tests {
     }
 
     /// Random per-channel codes in `lo..=hi` with zero points in `zp`.
-    fn channel_quant(n: usize, k: usize, lo: i32, hi: i32, zp: (i32, i32), seed: u64) -> ChannelQuant {
+    fn channel_quant(
+        n: usize,
+        k: usize,
+        lo: i32,
+        hi: i32,
+        zp: (i32, i32),
+        seed: u64,
+    ) -> ChannelQuant {
         let span = (hi - lo + 1) as u64;
         let zspan = (zp.1 - zp.0 + 1) as u64;
         ChannelQuant {
             signed: lo < 0,
-            codes: rand(n * k, seed).map(|r| (lo + (r % span) as i32) as u8).collect(),
-            scales: rand(n, seed + 1).map(|r| (r % 1000) as f32 * 1e-5 + 1e-4).collect(),
-            zero_points: rand(n, seed + 2).map(|r| zp.0 + (r % zspan) as i32).collect(),
+            codes: rand(n * k, seed)
+                .map(|r| (lo + (r % span) as i32) as u8)
+                .collect(),
+            scales: rand(n, seed + 1)
+                .map(|r| (r % 1000) as f32 * 1e-5 + 1e-4)
+                .collect(),
+            zero_points: rand(n, seed + 2)
+                .map(|r| zp.0 + (r % zspan) as i32)
+                .collect(),
         }
     }
 
     /// ONNX Runtime's arithmetic, written plainly: each group quantized by
     /// `DynamicQuantizeLinear`, `Σ (qa − za)(qw − zw)` in i64, `f32(sum) · (sa·sw)`.
-    fn q8_reference(a: &[f32], lda: usize, k: usize, q: &ChannelQuant, groups: &[RowGroup]) -> Vec<f32> {
+    fn q8_reference(
+        a: &[f32],
+        lda: usize,
+        k: usize,
+        q: &ChannelQuant,
+        groups: &[RowGroup],
+    ) -> Vec<f32> {
         let n = q.scales.len();
         let mut out = Vec::new();
         for g in groups {
@@ -760,7 +774,9 @@ mod tests {
                     .collect();
                 for j in 0..n {
                     let zw = q.zero_points[j] as i64;
-                    let sum: i64 = (0..k).map(|kk| qa[kk] * (q.code(j * k + kk) as i64 - zw)).sum();
+                    let sum: i64 = (0..k)
+                        .map(|kk| qa[kk] * (q.code(j * k + kk) as i64 - zw))
+                        .sum();
                     assert!(sum.unsigned_abs() < 1 << 31);
                     out.push(sum as i32 as f32 * (sa * q.scales[j]));
                 }
@@ -808,10 +824,22 @@ mod tests {
                     // A row of padding with values far outside its group's range.
                     a[(m - 1) * lda..(m - 1) * lda + k].fill(50.0);
                     let groups: Vec<RowGroup> = match m {
-                        1 => vec![RowGroup { start: 0, end: 1, real: 1 }],
+                        1 => vec![RowGroup {
+                            start: 0,
+                            end: 1,
+                            real: 1,
+                        }],
                         _ => vec![
-                            RowGroup { start: 0, end: m / 2, real: m / 2 },
-                            RowGroup { start: m / 2, end: m, real: m - m / 2 - 1 },
+                            RowGroup {
+                                start: 0,
+                                end: m / 2,
+                                real: m / 2,
+                            },
+                            RowGroup {
+                                start: m / 2,
+                                end: m,
+                                real: m - m / 2 - 1,
+                            },
                         ],
                     };
                     let want = q8_reference(&a, lda, k, &q, &groups);
@@ -867,7 +895,9 @@ mod tests {
         q.codes[21] = (-64i8) as u8;
         assert!(PackedQ::channel(qk, 3, 16, &q).is_none());
         assert!(PackedQ::channel(&crate::cpu::scalar::QUANT, 3, 16, &q).is_some());
-        assert!(PackedQ::new(&crate::cpu::scalar::QUANT_U8S8, 3, 16, &quant(3, 16, 16, 1)).is_none());
+        assert!(
+            PackedQ::new(&crate::cpu::scalar::QUANT_U8S8, 3, 16, &quant(3, 16, 16, 1)).is_none()
+        );
     }
 
     #[test]

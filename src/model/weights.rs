@@ -40,10 +40,17 @@ impl Quant {
     /// parts differ in kind, block or signedness.
     pub fn concat<'a>(parts: impl IntoIterator<Item = &'a Quant>) -> Option<Quant> {
         let parts: Vec<&Quant> = parts.into_iter().collect();
-        if let Some(b) = parts.iter().map(|q| q.as_block()).collect::<Option<Vec<_>>>() {
+        if let Some(b) = parts
+            .iter()
+            .map(|q| q.as_block())
+            .collect::<Option<Vec<_>>>()
+        {
             return BlockQuant::concat(b).map(Quant::Block);
         }
-        let c = parts.iter().map(|q| q.as_channel()).collect::<Option<Vec<_>>>()?;
+        let c = parts
+            .iter()
+            .map(|q| q.as_channel())
+            .collect::<Option<Vec<_>>>()?;
         ChannelQuant::concat(c).map(Quant::Channel)
     }
 
@@ -147,9 +154,7 @@ impl ChannelQuant {
     }
 
     /// Stacks the rows of several matrices with the same `k` and signedness.
-    pub fn concat<'a>(
-        parts: impl IntoIterator<Item = &'a ChannelQuant>,
-    ) -> Option<ChannelQuant> {
+    pub fn concat<'a>(parts: impl IntoIterator<Item = &'a ChannelQuant>) -> Option<ChannelQuant> {
         let mut parts = parts.into_iter();
         let mut out = parts.next()?.clone();
         for p in parts {

@@ -139,7 +139,13 @@ pub fn available() -> Vec<&'static Kernel> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            v.push(&super::avx512::KERNEL);
+            let vnni = std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vnni");
+            v.push(if vnni {
+                &super::avx512::KERNEL_VNNI
+            } else {
+                &super::avx512::KERNEL
+            });
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {

@@ -58,6 +58,7 @@ pub static QUANT_I8: QKernel = QKernel {
 
 /// The int8 layout of the native q8 tiles (`vpdpbusd`: unsigned activations, signed weights),
 /// as a reference for them.
+#[cfg_attr(not(test), allow(dead_code))] // the reference of the native q8 tiles (tests)
 pub static QUANT_U8S8: QKernel = QKernel {
     name: "scalar u8s8",
     mr: MR,

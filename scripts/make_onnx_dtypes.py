@@ -393,6 +393,39 @@ def build_all(out_dir, want_sha):
 
 # ---- goldens (onnxruntime on each file) -----------------------------------------------------
 
+def exact_dequantized(fp32, qmodel):
+    """The fp32 graph with each weight replaced by the q8 file's exact dequantization
+    (onnxruntime names them X_quantized, X_scale, X_zero_point)."""
+    q = {i.name: numpy_helper.to_array(i) for i in qmodel.graph.initializer}
+    out = onnx.ModelProto.FromString(fp32.SerializeToString())
+    for t in out.graph.initializer:
+        if t.name + "_quantized" in q:
+            w = (q[t.name + "_quantized"].astype(np.float32) - q[t.name + "_zero_point"].astype(np.float32)) \
+                * q[t.name + "_scale"].astype(np.float32)
+            t.CopyFrom(numpy_helper.from_array(w.astype(np.float32), t.name))
+    return out
+
+
+def run_cases(sess, tok, model):
+    cases = []
+    for text in TEXTS[model]:
+        enc = tok.encode(text)
+        ids = np.array([enc.ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                 "token_type_ids": np.zeros_like(ids)}
+        out = sess.run(None, feeds)[0][0].astype(np.float64)
+        case = {"text": text, "input_ids": enc.ids}
+        if model == "minilm":
+            e = out.mean(axis=0)
+            case["embedding"] = [round(float(v), 7) for v in e / np.linalg.norm(e)]
+        else:
+            p = np.exp(out - out.max(-1, keepdims=True))
+            p /= p.sum(-1, keepdims=True)
+            case["probs"] = [[round(float(v), 7) for v in row] for row in np.atleast_2d(p)]
+        cases.append(case)
+    return cases
+
+
 def goldens(out_dir):
     import onnxruntime as ort
     from tokenizers import Tokenizer
@@ -403,31 +436,26 @@ def goldens(out_dir):
     for (model, export, dt) in model_set():
         folder = MODELS / ("minilm" if model == "seqcls" else model)
         tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tok.no_padding()
+        tok.no_truncation()
         path = out_dir / file_name(model, export, dt)
         sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        cases = []
-        for text in TEXTS[model]:
-            enc = tok.encode(text)
-            ids = np.array([enc.ids], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                     "token_type_ids": np.zeros_like(ids)}
-            out = sess.run(None, feeds)[0][0].astype(np.float64)
-            case = {"text": text, "input_ids": enc.ids}
-            if model == "minilm":
-                e = out.mean(axis=0)
-                case["embedding"] = [round(float(v), 7) for v in e / np.linalg.norm(e)]
-            else:
-                p = np.exp(out - out.max(-1, keepdims=True))
-                p /= p.sum(-1, keepdims=True)
-                case["probs"] = [[round(float(v), 7) for v in row] for row in np.atleast_2d(p)]
-            cases.append(case)
-        files.append({"model": model, "export": export, "dtype": dt, "file": path.name,
-                      "size": checksum(path)[0], "checksum": checksum(path)[1], "cases": cases})
+        entry = {"model": model, "export": export, "dtype": dt, "file": path.name,
+                 "size": checksum(path)[0], "checksum": checksum(path)[1],
+                 "cases": run_cases(sess, tok, model)}
+        if dt in ("q8", "int8", "uint8"):
+            exact = exact_dequantized(onnx.load(str(out_dir / file_name(model, export, "fp32"))),
+                                      onnx.load(str(path)))
+            sess = ort.InferenceSession(exact.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            entry["exact"] = run_cases(sess, tok, model)
+        files.append(entry)
         print(f"golden {path.name}")
     meta = {"generator": "scripts/make_onnx_dtypes.py --goldens",
             "versions": {"onnx": onnx.__version__, "onnxruntime": ort.__version__, "numpy": np.__version__},
             "note": "onnxruntime 1 thread, graph optimizations off; embeddings: mean pooled and "
-                    "normalised last_hidden_state; probs: softmax of logits per token (pii) or sequence",
+                    "normalised last_hidden_state; probs: softmax of logits per token (pii) or sequence; "
+                    "exact: the fp32 graph run with the q8 file's weights dequantized exactly, "
+                    "(q - zero_point) * scale, i.e. without onnxruntime's activation quantization",
             "files": files}
     GOLDEN.write_text(json.dumps(meta, separators=(",", ":")) + "\n")
 

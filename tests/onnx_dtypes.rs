@@ -244,3 +244,35 @@ fn every_dtype_matches_onnxruntime() {
         );
     }
 }
+
+/// A torch.onnx dynamo export (`models/bench/tjs-minilm`, made by the benchmark set-up:
+/// anonymous `val_N` weights, `node_*` names, one `Gelu` op): named by structure, it computes
+/// what the safetensors checkpoint computes.
+#[test]
+fn dynamo_export_matches_the_safetensors_model() {
+    let dir = std::env::var("WEBERT_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root().join("models"))
+        .join("bench/tjs-minilm");
+    if !dir.join("onnx/model.onnx").is_file() {
+        println!("skipped: {} has no onnx/model.onnx", dir.display());
+        return;
+    }
+    let (onnx, st) = (engine(&dir), engine(&model_dir("minilm")));
+    let text = "Structure, not names, tells the importer which weight is which.";
+    let hidden = |e: &webert::engine::Engine| {
+        let enc = e.encode(text, None, None).unwrap();
+        block_on(e.run(&[enc], Want::Hidden, &[]))
+            .unwrap()
+            .remove(0)
+            .hidden
+    };
+    let (a, b) = (hidden(&onnx), hidden(&st));
+    assert_eq!(a.len(), b.len());
+    let worst = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max);
+    assert!(worst < 1e-4, "max |Δ| {worst}");
+}

@@ -386,7 +386,25 @@ mod cli {
             path: a.onnx.display().to_string(),
             source: e,
         })?;
-        let w = webert::model::onnx::import(&a.onnx.display().to_string(), &bytes)?;
+        // Module names follow the family in the model folder's config.json (`onnx/model.onnx`
+        // sits one level below it); BERT's without one.
+        let dir = a.onnx.parent();
+        let config = [dir, dir.and_then(|d| d.parent())]
+            .into_iter()
+            .flatten()
+            .map(|d| d.join("config.json"))
+            .find(|p| p.is_file());
+        let family = match config {
+            Some(p) => {
+                let text = std::fs::read_to_string(&p).map_err(|e| Error::Io {
+                    path: p.display().to_string(),
+                    source: e,
+                })?;
+                webert::model::ModelConfig::from_json(&p.display().to_string(), &text)?.model_type
+            }
+            None => webert::model::ModelType::Bert,
+        };
+        let w = webert::model::onnx::import_as(&a.onnx.display().to_string(), &bytes, family)?;
         let st = w.to_safetensors()?;
         std::fs::write(&a.out, st).map_err(|e| Error::Io {
             path: a.out.display().to_string(),

@@ -194,17 +194,17 @@ impl Builder<'_> {
     }
 }
 
-/// Tensor names of one encoder layer, per model family.
-struct LayerNames {
-    qkv: [String; 3],
-    attn_out: String,
-    attn_norm: String,
-    ffn_in: String,
-    ffn_out: String,
-    ffn_norm: String,
+/// Tensor names of one encoder layer, per model family (also the ONNX importer's names).
+pub(crate) struct LayerNames {
+    pub qkv: [String; 3],
+    pub attn_out: String,
+    pub attn_norm: String,
+    pub ffn_in: String,
+    pub ffn_out: String,
+    pub ffn_norm: String,
 }
 
-fn layer_names(t: ModelType, i: usize) -> LayerNames {
+pub(crate) fn layer_names(t: ModelType, i: usize) -> LayerNames {
     if t == ModelType::DistilBert {
         let p = format!("transformer.layer.{i}");
         LayerNames {

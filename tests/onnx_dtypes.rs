@@ -10,7 +10,7 @@ use common::*;
 use pollster::block_on;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use webert::engine::Want;
+use webert::engine::{LoadOptions, Quantized, Want};
 
 fn cache_dir() -> PathBuf {
     std::env::var("WEBERT_ONNX_DTYPES")
@@ -116,6 +116,8 @@ struct Diff {
     prob: f32,
     labels: usize,
     rows: usize,
+    /// Rows whose worst |Δp| exceeds [`Q8_PROB`].
+    far: usize,
 }
 
 fn diff(got: &[Got], want: &[Value]) -> Diff {
@@ -132,7 +134,9 @@ fn diff(got: &[Got], want: &[Value]) -> Diff {
                 for (row, w) in rows.iter().zip(want) {
                     let w = floats(w);
                     let m = row.iter().zip(&w).map(|(a, b)| (a - b).abs());
-                    d.prob = d.prob.max(m.fold(0f32, f32::max));
+                    let worst = m.fold(0f32, f32::max);
+                    d.prob = d.prob.max(worst);
+                    d.far += (worst > Q8_PROB) as usize;
                     d.labels += (argmax(row) != argmax(&w)) as usize;
                     d.rows += 1;
                 }
@@ -158,45 +162,93 @@ fn show(d: &Diff) -> String {
     if d.rows == 0 {
         format!("1 − cosine {:.1e}", 1.0 - d.cosine)
     } else {
-        format!("|Δp| {:.1e}, labels {}/{} differ", d.prob, d.labels, d.rows)
+        format!(
+            "|Δp| {:.1e} ({} of {} rows above {Q8_PROB:.0e}), labels {} differ",
+            d.prob, d.far, d.rows, d.labels
+        )
     }
+}
+
+fn engine_with(dir: &Path, quantized: Quantized) -> webert::engine::Engine {
+    let files = webert::model::ModelFiles::from_dir(dir).unwrap();
+    let options = LoadOptions {
+        quantized,
+        ..LoadOptions::cpu()
+    };
+    block_on(webert::engine::Engine::load(files, options)).unwrap()
 }
 
 /// Checks one file; returns a line of measured figures.
 ///
-/// webert computes every dtype in f32 from the exactly dequantized weights. onnxruntime does
-/// the same for fp16, q4, bnb4 and weight-only files, so webert must match it within the
-/// issue's bounds. For q8/int8/uint8 onnxruntime also quantizes the activations
-/// (`DynamicQuantizeLinear`); there webert must match the same weights dequantized and run in
-/// f32 (`exact`, fp32 bounds) and stays within onnxruntime's own quantization error of the
-/// q8 file (measured; bounded by the envelope onnxruntime's q8 keeps from its fp32 file).
+/// fp16, q4, bnb4 and weight-only files: webert computes in f32 from the exactly dequantized
+/// weights, as onnxruntime does, and must match it within the bounds. q8/int8/uint8:
+/// onnxruntime also quantizes the activations (`DynamicQuantizeLinear`); webert's integer path
+/// (`Quantized::Int`, the default) does the same arithmetic and is held to onnxruntime on the
+/// file; its f32 path (`Quantized::F32`) must match the same weights dequantized and run in
+/// f32 (`exact`, fp32 bounds).
 fn check(entry: &Value, onnx: &Path) -> String {
     let (model, dtype) = (str_of(entry, "model"), str_of(entry, "dtype"));
     let what = format!("{model} {} {dtype}", str_of(entry, "export"));
     let dir = folder(entry, onnx);
-    let e = engine(&dir);
     let cases = entry["cases"].as_array().unwrap();
-    let got: Vec<Got> = cases.iter().map(|c| run(&e, model, c, &what)).collect();
-    let _ = std::fs::remove_dir_all(&dir);
-    let vs_ort = diff(&got, cases);
-    if let Some(exact) = entry["exact"].as_array() {
-        let vs_exact = diff(&got, exact);
-        assert_within(&format!("{what} vs exact"), &vs_exact, 0.9999, 1e-3, true);
-        assert_within(&format!("{what} vs ORT"), &vs_ort, 0.98, 0.35, false);
-        return format!(
-            "{what}: vs ORT on the file {}; vs exact dequantization {}",
+    let run_all = |e: &webert::engine::Engine| -> Vec<Got> {
+        cases.iter().map(|c| run(e, model, c, &what)).collect()
+    };
+    let e = engine_with(&dir, Quantized::Int);
+    let int_kernel = e.int_kernel();
+    let vs_ort = diff(&run_all(&e), cases);
+    drop(e);
+    let line = if let Some(exact) = entry["exact"].as_array() {
+        let vs_exact = diff(&run_all(&engine_with(&dir, Quantized::F32)), exact);
+        assert_within(
+            &format!("{what} f32 vs exact"),
+            &vs_exact,
+            0.9999,
+            1e-3,
+            true,
+        );
+        assert!(
+            int_kernel.is_some(),
+            "{what}: q8 weights on an integer tile"
+        );
+        // Same arithmetic: embeddings equal to 1e-12 and nearly every probability to 1e-6;
+        // where a code lands on the other side of a rounding step (an f32 difference of an ulp
+        // upstream), one row moves further (measured: PII's [CLS] in one text by 0.11).
+        // uint8 weights (zero points per column) are further off: measured 1 − cosine 2.4e-5,
+        // |Δp| 5e-2 on PII (docs/quantization.md).
+        let (prob, far) = if dtype == "uint8" {
+            (0.1, 20)
+        } else {
+            (0.15, 1)
+        };
+        assert_within(&format!("{what} int vs ORT"), &vs_ort, 0.9999, prob, true);
+        assert!(
+            vs_ort.far <= far,
+            "{what}: {} rows above {Q8_PROB}",
+            vs_ort.far
+        );
+        format!(
+            "{what}: integer path ({}) vs ORT on the file {}; f32 path vs exact dequantization {}",
+            int_kernel.unwrap_or("none"),
             show(&vs_ort),
             show(&vs_exact)
-        );
-    }
-    let (cos, prob) = match dtype {
-        "fp32" => (0.9999, 1e-3),
-        "fp16" => (0.999, 1e-3),
-        _ => (0.999, 2e-2),
+        )
+    } else {
+        let (cos, prob) = match dtype {
+            "fp32" => (0.9999, 1e-3),
+            "fp16" => (0.999, 1e-3),
+            _ => (0.999, 2e-2),
+        };
+        assert_within(&what, &vs_ort, cos, prob, true);
+        format!("{what}: vs ORT {}", show(&vs_ort))
     };
-    assert_within(&what, &vs_ort, cos, prob, true);
-    format!("{what}: vs ORT {}", show(&vs_ort))
+    let _ = std::fs::remove_dir_all(&dir);
+    line
 }
+
+/// The q8 integer path's bound on probabilities against onnxruntime on the same file, for
+/// every row but one.
+const Q8_PROB: f32 = 2e-3;
 
 /// `Σ byte_i · (i mod 65521 + 1)` mod 2^64, as the generator computes it: tells a file built
 /// by other tool versions from the one the goldens were made from.

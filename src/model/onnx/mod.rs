@@ -16,7 +16,7 @@ mod structure;
 mod tensor;
 
 use super::config::ModelType;
-use super::weights::BlockQuant;
+use super::weights::Quant;
 use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
 use std::collections::{HashMap, HashSet};
 use tensor::Reason;
@@ -27,8 +27,8 @@ pub struct ImportedTensor {
     pub name: String,
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
-    /// The integer codes behind `data`, for weights stored block-quantized.
-    pub quant: Option<BlockQuant>,
+    /// The integer codes behind `data`, for weights stored quantized (q4 blocks, q8 channels).
+    pub quant: Option<Quant>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +82,7 @@ struct Value {
     origin: String,
     shape: Vec<usize>,
     data: Vec<f32>,
-    quant: Option<BlockQuant>,
+    quant: Option<Quant>,
 }
 
 impl Value {
@@ -403,7 +403,7 @@ pub fn import_as(file: &str, bytes: &[u8], family: ModelType) -> crate::Result<s
     let mut w = super::Weights::default();
     for t in tensors {
         let mut tensor = super::Tensor::new(t.shape, t.data);
-        tensor.quant = t.quant.map(|q| Box::new(super::Quant::Block(q)));
+        tensor.quant = t.quant.map(Box::new);
         w.insert(t.name, tensor);
     }
     Ok(w)

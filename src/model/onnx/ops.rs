@@ -5,6 +5,7 @@ use super::proto::{dtype, NodeProto};
 use super::tensor::{self, NBitsZeroPoints};
 use super::{attr_i, attr_usize, input, is_ms, is_std, node_err, output, tensor_err};
 use super::{Importer, OnnxError, Value};
+use crate::model::weights::{ChannelQuant, Quant};
 
 /// A linear layer found in the graph: `out = x · weightᵀ (+ bias)`.
 pub(super) struct Linear<'a> {
@@ -145,7 +146,7 @@ impl<'a> Importer<'a> {
         )
         .map_err(|r| node_err(node, r))?;
         let mut w = Value::new(b_name, vec![n, k], data);
-        w.quant = quant;
+        w.quant = quant.map(Quant::Block);
         Ok((w, self.resolve(input(node, 5), 0)?))
     }
 
@@ -208,13 +209,48 @@ impl<'a> Importer<'a> {
         let data =
             tensor::dequantize_linear(&q, &shape, &scale.data, &scale.shape, zp.as_deref(), 1, 0)
                 .map_err(|r| node_err(node, r))?;
-        let w = transposed(Value::new(b_name, shape, data));
+        let mut w = transposed(Value::new(b_name, shape, data));
+        w.quant = self.channel_codes(node, &q, &scale.data, zp.as_deref());
         let bias = if fused {
             self.resolve(input(node, 6), 0)?
         } else {
             None
         };
         Ok(Some((w, bias, out)))
+    }
+
+    /// B's codes kept per output channel (`[k, n]` int8/uint8 with per-column or per-tensor
+    /// scale and zero point), when A is quantized by `DynamicQuantizeLinear`: the CPU then
+    /// computes as onnxruntime does. A statically quantized A gets the f32 path only.
+    fn channel_codes(
+        &self,
+        node: &NodeProto,
+        codes: &[i32],
+        scale: &[f32],
+        zp: Option<&[f32]>,
+    ) -> Option<Quant> {
+        let b = self.consts.get(input(node, 1))?;
+        let signed = match b.data_type {
+            dtype::INT8 => true,
+            dtype::UINT8 => false,
+            _ => return None,
+        };
+        let dynamic = (self.producer.get(input(node, 0)))
+            .is_some_and(|p| p.op_type == "DynamicQuantizeLinear");
+        let &[k, n] = tensor::shape(b).ok()?.as_slice() else {
+            return None;
+        };
+        let per_column = |len: usize| len == n || len == 1;
+        if !dynamic || !per_column(scale.len()) || !zp.is_none_or(|z| per_column(z.len())) {
+            return None;
+        }
+        let scales = (0..n).map(|j| scale[j % scale.len()]).collect();
+        let zero_points = (0..n)
+            .map(|j| zp.map_or(0, |z| z[j % z.len()] as i32))
+            .collect();
+        let bytes: Vec<u8> = codes.iter().map(|&c| c as u8).collect();
+        let q = ChannelQuant::from_kn(signed, &bytes, k, scales, zero_points);
+        Some(Quant::Channel(q))
     }
 
     fn only_consumer(&self, output: &str, op: &str) -> Option<&'a NodeProto> {

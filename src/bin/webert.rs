@@ -35,7 +35,8 @@ mod cli {
         about = "BERT-family encoders on CPU SIMD (and WebGPU): HF-pipeline-compatible JSON out",
         after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
                       WEBERT_GPU_F16 (0 keeps f32 GPU weights, 1 requires f16), \
-                      WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit)"
+                      WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
+                      WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32)"
     )]
     struct Cli {
         #[command(subcommand)]
@@ -225,10 +226,20 @@ mod cli {
                 ))
             })?),
         };
+        let quantized = match var("WEBERT_QUANTIZED").as_deref() {
+            None | Some("int") => webert::engine::Quantized::Int,
+            Some("f32") => webert::engine::Quantized::F32,
+            Some(o) => {
+                return Err(Error::Input(format!(
+                    "WEBERT_QUANTIZED={o}: use int or f32"
+                )))
+            }
+        };
         Ok(LoadOptions {
             device,
             gpu: GpuOptions { max_binding, f16 },
             isa: var("WEBERT_ISA"),
+            quantized,
             ..Default::default()
         })
     }

@@ -41,7 +41,7 @@ fn to_q4(w: &mut webert::model::Weights) {
             }
         }
         debug_assert_eq!(q.codes.len(), n * k);
-        t.quant = Some(Box::new(q));
+        t.quant = Some(Box::new(webert::model::Quant::Block(q)));
     }
 }
 

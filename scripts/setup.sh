@@ -8,6 +8,8 @@ command -v unzip >/dev/null || need_apt+=(unzip)
 # Mesa's lavapipe: a Vulkan adapter on the CPU, so the GPU executor is tested without a GPU.
 [ -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || need_apt+=(mesa-vulkan-drivers libvulkan1)
 command -v node >/dev/null || need_apt+=(nodejs npm)
+# A Python venv for the ONNX dtype test files (below).
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 # The browser tests drive Debian's Chromium (playwright-core, no downloaded browsers).
 [ -x /usr/bin/chromium ] || need_apt+=(chromium chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -30,3 +32,18 @@ if ! (cd tests/browser && npm ls --depth=0 >/dev/null 2>&1); then
   (cd tests/browser && npm install --no-audit --no-fund)
 fi
 bash scripts/fetch_models.sh
+# The ONNX dtype variants of the real models for tests/onnx_dtypes.rs (fp32 … q8 … bnb4, written
+# with onnx + onnxruntime's quantizers, no torch) in target/onnx-dtypes; kept while their
+# checksums match tests/golden/onnx_dtypes.json. The venv is pinned and cached under target/.
+onnx_dir="${WEBERT_ONNX_DTYPES:-target/onnx-dtypes}"
+venv=target/onnx-dtypes-venv
+if [ ! -f "$venv/.pinned" ] || ! cmp -s scripts/onnx_dtypes_requirements.txt "$venv/.pinned"; then
+  rm -rf "$venv"
+  python3 -m venv "$venv" && "$venv/bin/pip" install -q -r scripts/onnx_dtypes_requirements.txt \
+    && cp scripts/onnx_dtypes_requirements.txt "$venv/.pinned" \
+    || echo "setup: no Python venv for the ONNX dtype files; tests/onnx_dtypes.rs will skip them" >&2
+fi
+if [ -x "$venv/bin/python" ]; then
+  "$venv/bin/python" scripts/make_onnx_dtypes.py --out "$onnx_dir" >target/onnx-dtypes.log 2>&1 \
+    || echo "setup: building the ONNX dtype files failed (target/onnx-dtypes.log)" >&2
+fi

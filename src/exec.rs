@@ -150,14 +150,15 @@ pub struct Output {
     pub logits: Option<Vec<f32>>,
 }
 
-/// How the CPU computes with weights that came block-quantized (q4 ONNX exports).
+/// How the CPU computes with weights that came quantized (q4 and q8 ONNX exports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 pub enum Quantized {
-    /// Integer dot products on the weights' codes, activations quantized per row and block,
-    /// where the kernel has them: int8 with relaxed-simd, int16 with plain simd128 (accuracy
-    /// in docs/quantization.md); the native kernels compute in f32.
+    /// Integer dot products on the weights' codes where the kernel has them. q4: activations
+    /// quantized per row and block, int8 with relaxed-simd, int16 with plain simd128 (natively
+    /// f32). q8: onnxruntime's arithmetic (activations per sequence as `DynamicQuantizeLinear`,
+    /// exact int32 sums) on every ISA. Accuracy in docs/quantization.md.
     #[default]
     Int,
     /// Always on the dequantized f32 weights, as ONNX Runtime computes them.

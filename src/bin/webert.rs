@@ -40,7 +40,8 @@ mod cli {
         about = "BERT-family encoders on CPU SIMD (and WebGPU): HF-pipeline-compatible JSON out",
         after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
                       WEBERT_GPU_F16 (0 keeps f32 GPU weights, 1 requires f16), \
-                      WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit)"
+                      WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
+                      WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32)"
     )]
     struct Cli {
         #[command(subcommand)]
@@ -303,10 +304,20 @@ mod cli {
                 ))
             })?),
         };
+        let quantized = match var("WEBERT_QUANTIZED").as_deref() {
+            None | Some("int") => webert::engine::Quantized::Int,
+            Some("f32") => webert::engine::Quantized::F32,
+            Some(o) => {
+                return Err(Error::Input(format!(
+                    "WEBERT_QUANTIZED={o}: use int or f32"
+                )))
+            }
+        };
         Ok(LoadOptions {
             device,
             gpu: GpuOptions { max_binding, f16 },
             isa: var("WEBERT_ISA"),
+            quantized,
             ..Default::default()
         })
     }
@@ -539,7 +550,25 @@ mod cli {
             path: a.onnx.display().to_string(),
             source: e,
         })?;
-        let w = webert::model::onnx::import(&a.onnx.display().to_string(), &bytes)?;
+        // Module names follow the family in the model folder's config.json (`onnx/model.onnx`
+        // sits one level below it); BERT's without one.
+        let dir = a.onnx.parent();
+        let config = [dir, dir.and_then(|d| d.parent())]
+            .into_iter()
+            .flatten()
+            .map(|d| d.join("config.json"))
+            .find(|p| p.is_file());
+        let family = match config {
+            Some(p) => {
+                let text = std::fs::read_to_string(&p).map_err(|e| Error::Io {
+                    path: p.display().to_string(),
+                    source: e,
+                })?;
+                webert::model::ModelConfig::from_json(&p.display().to_string(), &text)?.model_type
+            }
+            None => webert::model::ModelType::Bert,
+        };
+        let w = webert::model::onnx::import_as(&a.onnx.display().to_string(), &bytes, family)?;
         let st = w.to_safetensors()?;
         std::fs::write(&a.out, st).map_err(|e| Error::Io {
             path: a.out.display().to_string(),

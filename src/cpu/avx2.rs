@@ -1,6 +1,6 @@
-//! AVX2+FMA micro-kernel: 6 rows × 16 columns, 12 ymm accumulators.
+//! AVX2+FMA micro-kernel: 6 rows × 16 columns, 12 ymm accumulators; and a q8 tile.
 
-use super::kernels::{store_partial, Kernel};
+use super::kernels::{store_partial, ActCodes, Kernel, QKernel, QTile};
 use std::arch::x86_64::*;
 
 const MR: usize = 6;
@@ -14,7 +14,72 @@ pub static KERNEL: Kernel = Kernel {
     tails: &[],
     ops: &ROW_OPS,
     quant: None,
+    q8: &[&Q8],
 };
+
+const QMR: usize = 4;
+const QNR: usize = 16;
+
+/// The q8 tile: `vpmaddubsw` multiplies uint8 activations by int8 weights and adds pairs into
+/// int16, which saturates unless `|w| ≤ 64` (`2·255·64 < 2^15`: onnxruntime's reduce_range
+/// weights); `vpmaddwd` by ones widens the pairs into the int32 sums. 4 rows × 16 columns.
+pub(super) static Q8: QKernel = QKernel {
+    name: "avx2 u8s8",
+    mr: QMR,
+    nr: QNR,
+    group: 4,
+    a_bytes: 1,
+    tile: q8_tile,
+    tails: &[],
+    quantize: super::qgemm::quantize_rows,
+    blocks: false,
+    q8_a: ActCodes::Uint8,
+    w_range: (-64, 64),
+};
+
+/// # Safety
+/// The CPU supports AVX2; `t` is a per-channel tile (see `qgemm.rs`) packed for [`Q8`], and `c`
+/// covers `rows × cols` with stride `ldc`.
+#[target_feature(enable = "avx2")]
+unsafe fn q8_tile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    let Some(ch) = t.channel else {
+        return; // `blocks: false`: block-quantized weights are never packed for this tile
+    };
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_si256(); 2]; QMR];
+    let (mut a, mut b) = (t.a, t.b);
+    for _ in 0..t.steps {
+        let w0 = _mm256_loadu_si256(b as *const __m256i);
+        let w1 = _mm256_loadu_si256(b.add(32) as *const __m256i);
+        for (i, row) in acc.iter_mut().enumerate() {
+            let x = _mm256_set1_epi32((a.add(4 * i) as *const i32).read_unaligned());
+            let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(x, w0), ones);
+            let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(x, w1), ones);
+            row[0] = _mm256_add_epi32(row[0], p0);
+            row[1] = _mm256_add_epi32(row[1], p1);
+        }
+        a = a.add(4 * QMR);
+        b = b.add(4 * QNR);
+    }
+    let mut out = [0f32; QMR * QNR];
+    for (i, row) in acc.iter().enumerate() {
+        let (sum, e) = (
+            _mm256_set1_epi32(*ch.a.add(i)),
+            _mm256_set1_epi32(*ch.a.add(QMR + i)),
+        );
+        let sa = _mm256_set1_ps(*t.a_scales.add(i));
+        for (v, &dot) in row.iter().enumerate() {
+            let d = _mm256_loadu_si256(ch.b.add(8 * v) as *const __m256i);
+            let tj = _mm256_loadu_si256(ch.b.add(QNR + 8 * v) as *const __m256i);
+            let fix = _mm256_add_epi32(_mm256_mullo_epi32(d, sum), _mm256_mullo_epi32(e, tj));
+            let total = _mm256_cvtepi32_ps(_mm256_add_epi32(dot, fix));
+            let sw = _mm256_loadu_ps(t.b_scales.add(8 * v));
+            let r = _mm256_mul_ps(total, _mm256_mul_ps(sa, sw));
+            _mm256_storeu_ps(out.as_mut_ptr().add(i * QNR + 8 * v), r);
+        }
+    }
+    store_partial(&out, QNR, c, ldc, rows, cols, false);
+}
 
 super::math::row_ops!(f32, "avx2,fma");
 

@@ -1,6 +1,7 @@
-//! AVX-512F micro-kernel: 12 rows × 32 columns, 24 zmm accumulators.
+//! AVX-512F micro-kernel: 12 rows × 32 columns, 24 zmm accumulators; and a q8 tile with
+//! AVX-512 VNNI.
 
-use super::kernels::{store_partial, Kernel};
+use super::kernels::{store_partial, ActCodes, Kernel, QKernel, QTile};
 use std::arch::x86_64::*;
 
 const MR: usize = 12;
@@ -14,7 +15,82 @@ pub static KERNEL: Kernel = Kernel {
     tails: &[],
     ops: &ROW_OPS,
     quant: None,
+    q8: &[&super::avx2::Q8],
 };
+
+/// The same kernel where the CPU has AVX-512 VNNI: q8 weights of any 8-bit range.
+pub static KERNEL_VNNI: Kernel = Kernel {
+    q8: &[&Q8_VNNI],
+    ..KERNEL
+};
+
+const QMR: usize = 8;
+const QNR: usize = 32;
+
+/// The q8 tile: `vpdpbusd` adds 4 uint8 × int8 products into each int32 lane (64 per
+/// instruction), exact for any weights. 8 rows × 32 columns, 16 zmm accumulators.
+static Q8_VNNI: QKernel = QKernel {
+    name: "avx512-vnni u8s8",
+    mr: QMR,
+    nr: QNR,
+    group: 4,
+    a_bytes: 1,
+    tile: q8_tile,
+    tails: &[],
+    quantize: super::qgemm::quantize_rows,
+    blocks: false,
+    q8_a: ActCodes::Uint8,
+    w_range: (-128, 127),
+};
+
+/// # Safety
+/// The CPU supports AVX-512F/BW and VNNI; `t` is a per-channel tile (see `qgemm.rs`) packed for
+/// [`Q8_VNNI`], and `c` covers `rows × cols` with stride `ldc`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn q8_tile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    let Some(ch) = t.channel else {
+        return; // `blocks: false`: block-quantized weights are never packed for this tile
+    };
+    let mut acc = [[_mm512_setzero_si512(); 2]; QMR];
+    let (mut a, mut b) = (t.a, t.b);
+    for _ in 0..t.steps {
+        let w0 = _mm512_loadu_si512(b as *const _);
+        let w1 = _mm512_loadu_si512(b.add(64) as *const _);
+        for (i, row) in acc.iter_mut().enumerate() {
+            let x = _mm512_set1_epi32((a.add(4 * i) as *const i32).read_unaligned());
+            row[0] = _mm512_dpbusd_epi32(row[0], x, w0);
+            row[1] = _mm512_dpbusd_epi32(row[1], x, w1);
+        }
+        a = a.add(4 * QMR);
+        b = b.add(4 * QNR);
+    }
+    let full = rows == QMR && cols == QNR;
+    let mut out = [0f32; QMR * QNR];
+    for (i, row) in acc.iter().enumerate() {
+        let (sum, e) = (
+            _mm512_set1_epi32(*ch.a.add(i)),
+            _mm512_set1_epi32(*ch.a.add(QMR + i)),
+        );
+        let sa = _mm512_set1_ps(*t.a_scales.add(i));
+        for (v, &dot) in row.iter().enumerate() {
+            let d = _mm512_loadu_si512(ch.b.add(16 * v) as *const _);
+            let tj = _mm512_loadu_si512(ch.b.add(QNR + 16 * v) as *const _);
+            let fix = _mm512_add_epi32(_mm512_mullo_epi32(d, sum), _mm512_mullo_epi32(e, tj));
+            let total = _mm512_cvtepi32_ps(_mm512_add_epi32(dot, fix));
+            let sw = _mm512_loadu_ps(t.b_scales.add(16 * v));
+            let r = _mm512_mul_ps(total, _mm512_mul_ps(sa, sw));
+            let dst = if full {
+                c.add(i * ldc + 16 * v)
+            } else {
+                out.as_mut_ptr().add(i * QNR + 16 * v)
+            };
+            _mm512_storeu_ps(dst, r);
+        }
+    }
+    if !full {
+        store_partial(&out, QNR, c, ldc, rows, cols, false);
+    }
+}
 
 super::math::row_ops!(f32, "avx512f,avx2,fma");
 

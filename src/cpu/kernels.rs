@@ -25,6 +25,9 @@ pub struct Kernel {
     pub ops: &'static super::math::RowOps,
     /// The integer-dot tile for block-quantized weights, where this ISA has a fast one.
     pub quant: Option<&'static QKernel>,
+    /// The integer tiles for per-channel 8-bit weights (q8), in order of preference: a weight
+    /// goes to the first whose weight operand takes its codes (`QKernel::w_range`), else f32.
+    pub q8: &'static [&'static QKernel],
 }
 
 /// The tile for a strip of `rows` real rows of `mr`: the kernel's short-strip tile of that
@@ -52,6 +55,33 @@ pub struct QTile {
     /// The zero point of every weight block when they are all this integer (symmetric
     /// quantization): it is then subtracted from the sums, `Σ qa·qw − zero·Σ qa`.
     pub zero: Option<i32>,
+    /// Per-channel (q8) weights: one block of all k, rescaled exactly as ONNX Runtime's
+    /// `MatMulInteger` → `Cast` → `Mul` (see `qgemm.rs`); `a_scales` then holds the strip's
+    /// `mr` activation scales and `b_scales` the panel's `nr` weight scales.
+    pub channel: Option<ChannelTerms>,
+}
+
+/// The integer corrections of a per-channel tile: with `dot = Σ a*·w*` over the tile's codes,
+/// `C[i][j] = f32(dot + d[j]·sum[i] + e[i]·t[j]) · (sa[i]·sw[j])` in wrapping int32 (exact:
+/// the true sum fits).
+#[derive(Clone, Copy)]
+pub struct ChannelTerms {
+    /// The strip's `mr` code sums `sum[i] = Σ_k a*`, then its `mr` offsets `e[i]`.
+    pub a: *const i32,
+    /// The panel's `nr` offsets `d[j]`, then its `nr` terms `t[j]`.
+    pub b: *const i32,
+}
+
+/// How a tile takes q8 activations: `DynamicQuantizeLinear`'s uint8 codes `qa` with zero
+/// point `za`, stored as `a* = qa − c` (`e = c − za` in [`ChannelTerms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActCodes {
+    /// int8 `qa − 128` (the signed operand of relaxed-simd's dot product).
+    Int8,
+    /// uint8 `qa` (the unsigned operand of `vpdpbusd` / `vpmaddubsw`).
+    Uint8,
+    /// int16 `qa − za` (exact, no correction).
+    Int16,
 }
 
 /// Writes `C[rows×cols] = A·Wᵀ` for one quantized tile.
@@ -87,6 +117,13 @@ pub struct QKernel {
     /// As [`Kernel::tails`]: tiles for a short last strip, `tails[rows - 1]`.
     pub tails: &'static [QTileFn],
     pub quantize: QuantizeFn,
+    /// Whether the tile computes block-quantized (q4) weights; the native ones take only q8.
+    pub blocks: bool,
+    /// How q8 activations are stored for this tile.
+    pub q8_a: ActCodes,
+    /// The range of the weight operand; q8 codes are shifted per column into it (bytes, two's
+    /// complement where negative).
+    pub w_range: (i32, i32),
 }
 
 impl std::fmt::Debug for Kernel {
@@ -102,7 +139,13 @@ pub fn available() -> Vec<&'static Kernel> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            v.push(&super::avx512::KERNEL);
+            let vnni = std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vnni");
+            v.push(if vnni {
+                &super::avx512::KERNEL_VNNI
+            } else {
+                &super::avx512::KERNEL
+            });
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {

@@ -21,17 +21,20 @@ mod simd128;
 
 use crate::error::{Error, Result};
 use crate::exec::{Batch, Output, Quantized, Want};
-use crate::model::{Op, Plan, Tensor};
+use crate::model::{Op, Plan, Quant, Rows, Tensor};
 use attention::{attention, AttentionScratch};
 use gemm::{gemm, PackedB};
-use kernels::Kernel;
-use qgemm::{qgemm, PackedQ, QScratch};
+use kernels::{Kernel, QKernel};
+use qgemm::{qgemm, qgemm_channel, PackedQ, QScratch, RowGroup};
 use std::sync::Arc;
 
 /// A linear weight in the layout of the kernel that multiplies it.
 enum Packed {
     F32(PackedB),
+    /// Block-quantized (q4) codes for the kernel's `quant` tile.
     Int(PackedQ),
+    /// Per-channel 8-bit (q8) codes for one of the kernel's `q8` tiles.
+    Q8(&'static QKernel, PackedQ),
 }
 
 pub struct CpuExecutor {
@@ -46,6 +49,7 @@ pub struct CpuExecutor {
     attn: AttentionScratch,
     a_pack: Vec<f32>,
     a_quant: QScratch,
+    groups: Vec<RowGroup>,
 }
 
 impl CpuExecutor {
@@ -80,12 +84,17 @@ impl CpuExecutor {
             }
             let t = &weights[id.0];
             let (n, k) = (t.shape[0], t.shape[1]);
-            let int8 = match (kernel.quant, &t.quant, quantized) {
-                (Some(qk), Some(q), Quantized::Int) => PackedQ::new(qk, n, k, q),
+            let int = match (t.quant.as_deref(), quantized) {
+                (Some(Quant::Block(q)), Quantized::Int) => kernel
+                    .quant
+                    .and_then(|qk| PackedQ::new(qk, n, k, q))
+                    .map(Packed::Int),
+                (Some(Quant::Channel(q)), Quantized::Int) => (kernel.q8.iter())
+                    .find_map(|&qk| PackedQ::channel(qk, n, k, q).map(|p| Packed::Q8(qk, p))),
                 _ => None,
             };
-            packed[id.0] = Some(match int8 {
-                Some(q) => Packed::Int(q),
+            packed[id.0] = Some(match int {
+                Some(p) => p,
                 None => Packed::F32(PackedB::from_nk(kernel, n, k, &t.data, k)),
             });
             if !gathered.contains(&id) {
@@ -102,6 +111,7 @@ impl CpuExecutor {
             attn: AttentionScratch::default(),
             a_pack: Vec::new(),
             a_quant: QScratch::default(),
+            groups: Vec::new(),
         }
     }
 
@@ -109,14 +119,14 @@ impl CpuExecutor {
         self.kernel.name
     }
 
-    /// The integer tile that multiplies block-quantized weights, when any are packed for it.
+    /// The integer tile that multiplies quantized weights, when any are packed for one (the
+    /// first weight's, where q8 weights went to more than one).
     pub fn int_kernel_name(&self) -> Option<&'static str> {
-        let any = self
-            .packed
-            .iter()
-            .flatten()
-            .any(|p| matches!(p, Packed::Int(_)));
-        self.kernel.quant.filter(|_| any).map(|q| q.name)
+        self.packed.iter().flatten().find_map(|p| match p {
+            Packed::Int(_) => self.kernel.quant.map(|q| q.name),
+            Packed::Q8(qk, _) => Some(qk.name),
+            Packed::F32(_) => None,
+        })
     }
 
     /// Runs the encoder, and the task head when `want` asks for logits.
@@ -170,6 +180,7 @@ impl CpuExecutor {
             } => {
                 let gemm = match self.packed[linear.weight.0] {
                     Some(Packed::Int(_)) => "int",
+                    Some(Packed::Q8(..)) => "q8",
                     _ => "f32",
                 };
                 let tail = if norm.is_some() { " + add & norm" } else { "" };
@@ -278,6 +289,11 @@ impl CpuExecutor {
                             .expect("packed for this kernel's int8 tile");
                         qgemm(qk, rows, src, k, w, &mut dst, n, &mut self.a_quant)
                     }
+                    Packed::Q8(qk, w) => {
+                        row_groups(batch, plan.buffers[x.0].rows, &mut self.groups);
+                        let (scratch, groups) = (&mut self.a_quant, &self.groups);
+                        qgemm_channel(qk, rows, src, k, w, &mut dst, n, scratch, groups)
+                    }
                 }
                 let w = &self.weights;
                 let epilogue = math::Epilogue {
@@ -324,6 +340,40 @@ impl CpuExecutor {
                     row.copy_from_slice(&src[r * cols..(r + 1) * cols]);
                 }
                 self.bufs[out.0] = dst;
+            }
+        }
+    }
+}
+
+/// The rows of a buffer of row kind `rows` that q8 activations quantize as one tensor: one
+/// sequence's (its real tokens set the range), so that results do not depend on batching or
+/// padding and equal ONNX Runtime's on that sequence alone (docs/quantization.md).
+fn row_groups(batch: &Batch, rows: Rows, out: &mut Vec<RowGroup>) {
+    out.clear();
+    let l = batch.seq_len;
+    match rows {
+        Rows::Tokens => out.extend(batch.lens.iter().enumerate().map(|(s, &len)| RowGroup {
+            start: s * l,
+            end: (s + 1) * l,
+            real: len,
+        })),
+        Rows::First => out.extend((0..batch.batch_size()).map(|s| RowGroup {
+            start: s,
+            end: s + 1,
+            real: 1,
+        })),
+        Rows::Picked => {
+            for (i, &p) in batch.picked.iter().enumerate() {
+                match out.last_mut() {
+                    Some(g) if batch.picked[g.start] / l == p / l => {
+                        (g.end, g.real) = (i + 1, i + 1 - g.start)
+                    }
+                    _ => out.push(RowGroup {
+                        start: i,
+                        end: i + 1,
+                        real: 1,
+                    }),
+                }
             }
         }
     }

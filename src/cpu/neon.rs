@@ -14,6 +14,7 @@ pub static KERNEL: Kernel = Kernel {
     tails: &[],
     ops: &ROW_OPS,
     quant: None,
+    q8: &[],
 };
 
 super::math::row_ops!(f32);

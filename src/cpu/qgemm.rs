@@ -7,9 +7,17 @@
 //! `C[i][j] = Σ_b sa·sw·(Σ_k qa·qw − zp·Σ_k qa)`, one multiply-add per block fewer, and the
 //! weights carry no zero-point terms.
 
-use super::kernels::{tile_for, QKernel, QTile, StripBlock};
+//!
+//! Per-channel 8-bit weights (q8, ONNX `MatMulInteger`) take ONNX Runtime's arithmetic
+//! instead: A is quantized per tensor (a [`RowGroup`]) to uint8 as `DynamicQuantizeLinear`
+//! does, the int32 sums `Σ (qa − za)(qw − zw)` are exact, and `C = f32(sum) · (sa·sw)`.
+//! Tiles take the codes shifted into their operands' ranges (`a* = qa − c`, `w* = qw − cw`)
+//! and add the exact integer corrections ([`ChannelTerms`](super::kernels::ChannelTerms)):
+//! `Σ (a* + e)(w* + d) = Σ a*w* + d·Σ a* + e·(Σ w* + k·d)` with `e = c − za`, `d = cw − zw`.
+
+use super::kernels::{tile_for, ActCodes, ChannelTerms, QKernel, QTile, StripBlock};
 use super::pool::{self, SharedMut};
-use crate::model::BlockQuant;
+use crate::model::{BlockQuant, ChannelQuant};
 
 /// Weights packed for a [`QKernel`]: per panel of `nr` columns and per block, steps of
 /// `nr × group` codes (`group` consecutive k feed one 32-bit lane of the dot product), and
@@ -25,6 +33,9 @@ pub struct PackedQ {
     scales: Vec<f32>,
     /// Every block's zero point, when they are all this integer.
     zero: Option<i32>,
+    /// Per-channel (q8) weights: per panel `nr` offsets `d` then `nr` terms `t`
+    /// ([`ChannelTerms`]); empty for block-quantized ones.
+    ints: Vec<i32>,
 }
 
 impl PackedQ {
@@ -38,7 +49,8 @@ impl PackedQ {
             (0.0..128.0).contains(&z) && z.fract() == 0.0 && q.zero_points.iter().all(|&y| y == z)
         });
         let a_sum = block as u64 * a_max(kern) as u64;
-        let sane = block > 0
+        let sane = kern.blocks
+            && block > 0
             && block.is_multiple_of(group)
             && q.codes.len() == n * k
             && q.scales.len() == n * blocks
@@ -80,11 +92,70 @@ impl PackedQ {
             codes,
             scales,
             zero,
+            ints: Vec::new(),
+        })
+    }
+
+    /// Packs the per-channel 8-bit codes of a `[n, k]` matrix as one block of all k (padded to
+    /// whole groups with zero codes), each column shifted into the kernel's weight range; `None`
+    /// when a column's codes span more than that range or the int32 sums could overflow.
+    pub fn channel(kern: &QKernel, n: usize, k: usize, q: &ChannelQuant) -> Option<Self> {
+        let (nr, group, (lo, hi)) = (kern.nr, kern.group, kern.w_range);
+        let block = k.div_ceil(group) * group;
+        let w_abs = lo.unsigned_abs().max(hi.unsigned_abs()) as u64;
+        let sane = k > 0
+            && q.codes.len() == n * k
+            && q.scales.len() == n
+            && q.zero_points.len() == n
+            && block as u64 * 255 * w_abs <= i32::MAX as u64;
+        if !sane {
+            return None;
+        }
+        let panels = n.div_ceil(nr);
+        let mut codes = vec![0u8; panels * block * nr];
+        let mut scales = vec![0f32; panels * nr];
+        let mut ints = vec![0i32; panels * 2 * nr];
+        for j in 0..n {
+            let row = || (j * k..(j + 1) * k).map(|i| q.code(i));
+            let (min, max) = row().fold((i32::MAX, i32::MIN), |(a, b), c| (a.min(c), b.max(c)));
+            if max - min > hi - lo {
+                return None;
+            }
+            let zw = q.zero_points[j];
+            let cw = zw.clamp(max - hi, min - lo);
+            let (p, jj) = (j / nr, j % nr);
+            let mut sum = 0i32;
+            for (kk, c) in row().enumerate() {
+                let w = c - cw;
+                sum += w;
+                codes[p * block * nr + (kk / group) * group * nr + jj * group + kk % group] =
+                    w as u8;
+            }
+            scales[p * nr + jj] = q.scales[j];
+            let d = cw - zw;
+            ints[p * 2 * nr + jj] = d;
+            ints[p * 2 * nr + nr + jj] = sum.wrapping_add((k as i32).wrapping_mul(d));
+        }
+        Some(PackedQ {
+            n,
+            k,
+            nr,
+            group,
+            block,
+            codes,
+            scales,
+            zero: None,
+            ints,
         })
     }
 
     pub fn bytes(&self) -> usize {
-        self.codes.len() + self.scales.len() * 4
+        self.codes.len() + self.scales.len() * 4 + self.ints.len() * 4
+    }
+
+    /// Whether these are per-channel (q8) weights, for [`qgemm_channel`].
+    pub fn is_channel(&self) -> bool {
+        !self.ints.is_empty()
     }
 
     fn blocks(&self) -> usize {
@@ -97,6 +168,166 @@ impl PackedQ {
 pub struct QScratch {
     codes: Vec<u8>,
     scales: Vec<f32>,
+    /// Per-channel mode: per strip `mr` code sums then `mr` offsets ([`ChannelTerms`]).
+    ints: Vec<i32>,
+    /// Per-channel mode: each row's (scale, zero point).
+    params: Vec<(f32, i32)>,
+}
+
+/// Rows `start..end` of A quantized as one tensor, with the scale and zero point of rows
+/// `start..start + real` (the rest are padding, quantized alike and never read back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowGroup {
+    pub start: usize,
+    pub end: usize,
+    pub real: usize,
+}
+
+/// `DynamicQuantizeLinear`'s scale and uint8 zero point for values `x`, as ONNX Runtime
+/// computes them: the range widened to include 0, `scale = (max − min) / 255` (1 when the
+/// range is empty), `zp = round_half_even(clamp(−min / scale, 0, 255))`.
+pub fn dynamic_params(x: impl IntoIterator<Item = f32>) -> (f32, i32) {
+    let (min, max) = x
+        .into_iter()
+        .fold((0f32, 0f32), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let scale = if max == min { 1.0 } else { (max - min) / 255.0 };
+    let zp = (0.0 - min / scale).clamp(0.0, 255.0).round_ties_even() as i32;
+    (scale, zp)
+}
+
+/// `DynamicQuantizeLinear`'s code of `x`: `saturate(round_half_even(x / scale) + zp)`.
+#[inline(always)]
+pub fn dynamic_code(x: f32, scale: f32, zp: i32) -> i32 {
+    (x / scale)
+        .round_ties_even()
+        .clamp(-zp as f32, (255 - zp) as f32) as i32
+        + zp
+}
+
+/// `C = A · Wᵀ` for per-channel (q8) weights: each group's rows of A quantized per tensor
+/// (`groups` cover `0..m` in order), exact int32 sums, `C = f32(sum) · (sa·sw)`.
+#[allow(clippy::too_many_arguments)]
+pub fn qgemm_channel(
+    kern: &QKernel,
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    w: &PackedQ,
+    c: &mut [f32],
+    ldc: usize,
+    scratch: &mut QScratch,
+    groups: &[RowGroup],
+) {
+    assert!(w.is_channel(), "W was not packed per channel");
+    check_operands(kern, m, a, lda, w, c, ldc);
+    if m == 0 || w.n == 0 {
+        return;
+    }
+    quantize_a_channel(scratch, kern, a, lda, m, w.k, w.block, groups);
+    run_tiles(kern, m, w, c, ldc, scratch);
+}
+
+fn check_operands(
+    kern: &QKernel,
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    w: &PackedQ,
+    c: &[f32],
+    ldc: usize,
+) {
+    assert!(
+        w.nr == kern.nr && w.group == kern.group,
+        "W was packed for another kernel"
+    );
+    assert!(
+        m == 0 || (a.len() >= (m - 1) * lda + w.k && c.len() >= (m - 1) * ldc + w.n),
+        "qgemm operand too short"
+    );
+}
+
+/// Quantizes A per row group as `DynamicQuantizeLinear` into one block of `block` k per strip
+/// (`[strip][step][mr][group]`, codes as the kernel's [`ActCodes`]), with per strip `mr` scales
+/// (then `mr` unused floats, so strips keep the block layout's stride) and `mr` code sums then
+/// `mr` offsets in `ints`.
+#[allow(clippy::too_many_arguments)]
+fn quantize_a_channel(
+    dst: &mut QScratch,
+    kern: &QKernel,
+    a: &[f32],
+    lda: usize,
+    m: usize,
+    k: usize,
+    block: usize,
+    groups: &[RowGroup],
+) {
+    let (mr, group, width) = (kern.mr, kern.group, kern.a_bytes);
+    let strips = m.div_ceil(mr);
+    let QScratch {
+        codes,
+        scales,
+        ints,
+        params,
+    } = dst;
+    params.clear();
+    for g in groups {
+        assert!(
+            g.start == params.len() && g.real <= g.end - g.start,
+            "row groups"
+        );
+        let values = (g.start..g.start + g.real).flat_map(|r| a[r * lda..r * lda + k].iter());
+        let p = dynamic_params(values.copied());
+        params.resize(g.end, p);
+    }
+    assert_eq!(params.len(), m, "row groups cover every row");
+    codes.clear();
+    codes.resize(strips * block * mr * width, 0);
+    scales.clear();
+    scales.resize(strips * 2 * mr, 0.0);
+    ints.clear();
+    ints.resize(strips * 2 * mr, 0);
+    let strip_codes = block * mr * width;
+    let params = &*params;
+    let (codes, scales, ints) = (
+        SharedMut(codes.as_mut_ptr()),
+        SharedMut(scales.as_mut_ptr()),
+        SharedMut(ints.as_mut_ptr()),
+    );
+    let pieces = pool::pieces(strips.div_ceil(8));
+    pool::run(pieces, &|piece, _| {
+        let mut row_codes = vec![0i32; k];
+        for s in piece * strips / pieces..(piece + 1) * strips / pieces {
+            // SAFETY: strip s's codes, scales and ints lie inside the buffers sized above and
+            // belong to this piece alone.
+            let (chunk, scales, ints) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(codes.get().add(s * strip_codes), strip_codes),
+                    std::slice::from_raw_parts_mut(scales.get().add(s * 2 * mr), mr),
+                    std::slice::from_raw_parts_mut(ints.get().add(s * 2 * mr), 2 * mr),
+                )
+            };
+            for i in 0..mr.min(m - s * mr) {
+                let r = s * mr + i;
+                let (scale, zp) = params[r];
+                let c = match kern.q8_a {
+                    ActCodes::Int8 => 128,
+                    ActCodes::Uint8 => 0,
+                    ActCodes::Int16 => zp,
+                };
+                let row = &a[r * lda..r * lda + k];
+                for (q, &x) in row_codes.iter_mut().zip(row) {
+                    *q = dynamic_code(x, scale, zp) - c;
+                }
+                for (kk, &q) in row_codes.iter().enumerate() {
+                    let at = ((kk / group) * group * mr + i * group + kk % group) * width;
+                    chunk[at..at + width].copy_from_slice(&(q as i16).to_le_bytes()[..width]);
+                }
+                scales[i] = scale;
+                ints[i] = row_codes.iter().sum();
+                ints[mr + i] = c - zp;
+            }
+        }
+    });
 }
 
 /// `C = A · Wᵀ` for row-major `a` (stride `lda`) into row-major `c` (stride `ldc`).
@@ -111,25 +342,28 @@ pub fn qgemm(
     ldc: usize,
     scratch: &mut QScratch,
 ) {
-    let (n, k, mr, nr) = (w.n, w.k, kern.mr, kern.nr);
     assert!(
-        w.nr == nr && w.group == kern.group,
-        "W was packed for another kernel"
+        !w.is_channel(),
+        "per-channel weights go through qgemm_channel"
     );
-    if m == 0 || n == 0 {
+    check_operands(kern, m, a, lda, w, c, ldc);
+    if m == 0 || w.n == 0 {
         return;
     }
-    assert!(
-        a.len() >= (m - 1) * lda + k && c.len() >= (m - 1) * ldc + n,
-        "qgemm operand too short"
-    );
+    let k = w.k;
+    quantize_a(scratch, kern, a, lda, m, k, w.block);
+    run_tiles(kern, m, w, c, ldc, scratch);
+}
+
+/// Runs the tiles of `C = A·Wᵀ` over A as `quantize_a` or `quantize_a_channel` left it.
+fn run_tiles(kern: &QKernel, m: usize, w: &PackedQ, c: &mut [f32], ldc: usize, scratch: &QScratch) {
+    let (n, mr, nr) = (w.n, kern.mr, kern.nr);
     let (block, blocks) = (w.block, w.blocks());
-    quantize_a(scratch, kern, a, lda, m, k, block);
     let strips = m.div_ceil(mr);
     let (a_strip, b_panel) = (blocks * block * mr * kern.a_bytes, blocks * block * nr);
     let panels = n.div_ceil(nr);
     let panel_scales = w.scales.len() / panels;
-    let (scratch, c_out) = (&*scratch, SharedMut(c.as_mut_ptr()));
+    let c_out = SharedMut(c.as_mut_ptr());
     let pieces = pool::pieces(panels);
     pool::run(pieces, &|piece, _| {
         for p in piece * panels / pieces..(piece + 1) * panels / pieces {
@@ -140,6 +374,10 @@ pub fn qgemm(
                 let rows = mr.min(m - s * mr);
                 let a_codes = &scratch.codes[s * a_strip..(s + 1) * a_strip];
                 let a_scales = &scratch.scales[s * blocks * 2 * mr..(s + 1) * blocks * 2 * mr];
+                let channel = w.is_channel().then(|| ChannelTerms {
+                    a: scratch.ints[s * 2 * mr..(s + 1) * 2 * mr].as_ptr(),
+                    b: w.ints[p * 2 * nr..(p + 1) * 2 * nr].as_ptr(),
+                });
                 // SAFETY: the slices above hold exactly the strip and panel the tile reads;
                 // the tile writes rows < `rows` and cols < `cols` of this panel's columns of
                 // C, inside `c` by the length assert and written by no other piece.
@@ -154,6 +392,7 @@ pub fn qgemm(
                             b: codes.as_ptr(),
                             b_scales: scales.as_ptr(),
                             zero: w.zero,
+                            channel,
                         },
                         c_out.get().add(s * mr * ldc + p * nr),
                         ldc,
@@ -194,7 +433,7 @@ fn quantize_a(
     );
     let (strips, blocks) = (m.div_ceil(mr), k.div_ceil(block));
     let top = a_max(kern) as f32;
-    let QScratch { codes, scales } = dst;
+    let QScratch { codes, scales, .. } = dst;
     codes.clear();
     codes.resize(strips * blocks * block * mr * width, 0);
     scales.clear();
@@ -476,6 +715,189 @@ mod tests {
                 assert_eq!(got.scales, want.scales, "{} m={m} k={k}", qk.name);
             }
         }
+    }
+
+    /// Every q8 tile here, and the portable references of every activation layout.
+    fn q8_kernels() -> Vec<&'static QKernel> {
+        let mut v: Vec<&'static QKernel> = Vec::new();
+        for k in available() {
+            v.extend(k.q8.iter().copied());
+        }
+        use crate::cpu::scalar::{QUANT as I16, QUANT_I8, QUANT_U8S8};
+        v.extend([&I16, &QUANT_I8, &QUANT_U8S8]);
+        v
+    }
+
+    /// Random per-channel codes in `lo..=hi` with zero points in `zp`.
+    fn channel_quant(
+        n: usize,
+        k: usize,
+        lo: i32,
+        hi: i32,
+        zp: (i32, i32),
+        seed: u64,
+    ) -> ChannelQuant {
+        let span = (hi - lo + 1) as u64;
+        let zspan = (zp.1 - zp.0 + 1) as u64;
+        ChannelQuant {
+            signed: lo < 0,
+            codes: rand(n * k, seed)
+                .map(|r| (lo + (r % span) as i32) as u8)
+                .collect(),
+            scales: rand(n, seed + 1)
+                .map(|r| (r % 1000) as f32 * 1e-5 + 1e-4)
+                .collect(),
+            zero_points: rand(n, seed + 2)
+                .map(|r| zp.0 + (r % zspan) as i32)
+                .collect(),
+        }
+    }
+
+    /// ONNX Runtime's arithmetic, written plainly: each group quantized by
+    /// `DynamicQuantizeLinear`, `Σ (qa − za)(qw − zw)` in i64, `f32(sum) · (sa·sw)`.
+    fn q8_reference(
+        a: &[f32],
+        lda: usize,
+        k: usize,
+        q: &ChannelQuant,
+        groups: &[RowGroup],
+    ) -> Vec<f32> {
+        let n = q.scales.len();
+        let mut out = Vec::new();
+        for g in groups {
+            let (sa, za) = dynamic_params(
+                (g.start..g.start + g.real).flat_map(|r| a[r * lda..r * lda + k].iter().copied()),
+            );
+            for r in g.start..g.end {
+                let qa: Vec<i64> = (0..k)
+                    .map(|kk| dynamic_code(a[r * lda + kk], sa, za) as i64 - za as i64)
+                    .collect();
+                for j in 0..n {
+                    let zw = q.zero_points[j] as i64;
+                    let sum: i64 = (0..k)
+                        .map(|kk| qa[kk] * (q.code(j * k + kk) as i64 - zw))
+                        .sum();
+                    assert!(sum.unsigned_abs() < 1 << 31);
+                    out.push(sum as i32 as f32 * (sa * q.scales[j]));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every q8 tile gives ONNX Runtime's result bit for bit: exact int32 sums, the same
+    /// f32 rescale. Weights of every storage: reduce_range int8 (symmetric, ±64), uint8 with
+    /// zero points, full-range int8; row groups with padding rows; ragged m, n and k.
+    #[test]
+    fn every_q8_kernel_matches_the_integer_reference() {
+        let forms: [(i32, i32, (i32, i32)); 4] = [
+            (-64, 63, (0, 0)),
+            (-63, 64, (0, 0)),
+            (0, 255, (0, 255)),
+            (-128, 127, (-20, 20)),
+        ];
+        for qk in q8_kernels() {
+            for &(m, n, k) in &[
+                (1usize, 1usize, 1usize),
+                (5, 7, 40),
+                (13, 33, 301),
+                (40, 96, 384),
+                (3, 70, 129),
+                (9, 17, 6),
+            ] {
+                for (f, &(lo, hi, zp)) in forms.iter().enumerate() {
+                    let q = channel_quant(n, k, lo, hi, zp, 11 + f as u64 + n as u64);
+                    let fits = (0..n).all(|j| {
+                        let col = (j * k..(j + 1) * k).map(|i| q.code(i));
+                        col.clone().max().unwrap() - col.min().unwrap()
+                            <= qk.w_range.1 - qk.w_range.0
+                    });
+                    let Some(packed) = PackedQ::channel(qk, n, k, &q) else {
+                        assert!(!fits, "{} refused codes {lo}..={hi}", qk.name);
+                        continue;
+                    };
+                    assert!(fits, "{} took codes {lo}..={hi}", qk.name);
+                    let lda = k + 3;
+                    let mut a: Vec<f32> = rand(m * lda, 5 + m as u64)
+                        .map(|r| (r % 4001) as f32 / 1000.0 - 1.5)
+                        .collect();
+                    // A row of padding with values far outside its group's range.
+                    a[(m - 1) * lda..(m - 1) * lda + k].fill(50.0);
+                    let groups: Vec<RowGroup> = match m {
+                        1 => vec![RowGroup {
+                            start: 0,
+                            end: 1,
+                            real: 1,
+                        }],
+                        _ => vec![
+                            RowGroup {
+                                start: 0,
+                                end: m / 2,
+                                real: m / 2,
+                            },
+                            RowGroup {
+                                start: m / 2,
+                                end: m,
+                                real: m - m / 2 - 1,
+                            },
+                        ],
+                    };
+                    let want = q8_reference(&a, lda, k, &q, &groups);
+                    let ldc = n + 2;
+                    let mut c = vec![f32::NAN; m * ldc];
+                    let mut scratch = QScratch::default();
+                    qgemm_channel(qk, m, &a, lda, &packed, &mut c, ldc, &mut scratch, &groups);
+                    for i in 0..m {
+                        for j in 0..n {
+                            assert_eq!(
+                                c[i * ldc + j].to_bits(),
+                                want[i * n + j].to_bits(),
+                                "{} m={m} n={n} k={k} codes {lo}..={hi} ({i},{j}): {} vs {}",
+                                qk.name,
+                                c[i * ldc + j],
+                                want[i * n + j]
+                            );
+                        }
+                        assert!(c[i * ldc + n..i * ldc + n + 2].iter().all(|x| x.is_nan()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// `DynamicQuantizeLinear` on small cases worked by hand.
+    #[test]
+    fn dynamic_quantization_follows_onnx() {
+        // all positive: min widened to 0, zero point 0; 2.0 is the top code
+        let (s, z) = dynamic_params([0.5f32, 2.0]);
+        assert_eq!((s, z), (2.0 / 255.0, 0));
+        assert_eq!(dynamic_code(2.0, s, z), 255);
+        // all negative: zero point 255
+        let (s, z) = dynamic_params([-1.0f32, -0.25]);
+        assert_eq!((s, z), (1.0 / 255.0, 255));
+        assert_eq!(dynamic_code(-1.0, s, z), 0);
+        assert_eq!(dynamic_code(0.0, s, z), 255);
+        // empty range: scale 1, zero point 0
+        assert_eq!(dynamic_params([0.0f32; 3]), (1.0, 0));
+        // halves round to even; out of range saturates
+        assert_eq!(dynamic_code(2.5, 1.0, 10), 12);
+        assert_eq!(dynamic_code(3.5, 1.0, 10), 14);
+        assert_eq!(dynamic_code(-20.0, 1.0, 10), 0);
+        assert_eq!(dynamic_code(400.0, 1.0, 10), 255);
+    }
+
+    #[test]
+    fn q8_packing_refuses_columns_wider_than_the_operand() {
+        let qk = &crate::cpu::scalar::QUANT_I8; // weights 0..=127
+        let mut q = channel_quant(3, 16, -64, 63, (0, 0), 1);
+        assert!(PackedQ::channel(qk, 3, 16, &q).is_some());
+        q.codes[20] = 64; // column 1 now spans -64..=64
+        q.codes[21] = (-64i8) as u8;
+        assert!(PackedQ::channel(qk, 3, 16, &q).is_none());
+        assert!(PackedQ::channel(&crate::cpu::scalar::QUANT, 3, 16, &q).is_some());
+        assert!(
+            PackedQ::new(&crate::cpu::scalar::QUANT_U8S8, 3, 16, &quant(3, 16, 16, 1)).is_none()
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! 4x8. Without LSR, 6x8 beats 4x8 at 128 tokens and ties at 15 (`examples/gemm_bench.rs`
 //! in Chromium; figures in docs/performance.md).
 
-use super::kernels::{Kernel, QKernel, QTile, TileFn};
+use super::kernels::{ActCodes, Kernel, QKernel, QTile, TileFn};
 use super::simd128::tile_with;
 use std::arch::wasm32::*;
 
@@ -31,12 +31,16 @@ pub static KERNEL: Kernel = Kernel {
     tails: TAILS,
     ops: &ROW_OPS,
     quant: Some(&QUANT),
+    // int8 where a weight's columns each span at most 128 codes (reduce_range exports),
+    // else the int16 tile
+    q8: &[&QUANT, &super::simd128::QUANT],
 };
 
 /// The same kernel where the engine's `relaxed_dot` is wrong (Node 20's V8 11.3 computes it
 /// with other signedness): q4 weights take the int16 tile of `simd128`.
 pub static KERNEL_INT16: Kernel = Kernel {
     quant: Some(&super::simd128::QUANT),
+    q8: &[&super::simd128::QUANT],
     ..KERNEL
 };
 
@@ -100,6 +104,9 @@ static QUANT: QKernel = QKernel {
     tile: qtile::<QMR>,
     tails: &[qtile::<1>],
     quantize: super::simd128::quantize_int8::<QMR>,
+    blocks: true,
+    q8_a: ActCodes::Int8,
+    w_range: (0, 127),
 };
 
 #[cfg(webert_no_lsr)]

@@ -1,6 +1,6 @@
 //! Portable micro-kernel; the compiler vectorises it for the baseline ISA.
 
-use super::kernels::{store_partial, Kernel, QKernel, QTile};
+use super::kernels::{store_partial, ActCodes, Kernel, QKernel, QTile};
 
 const MR: usize = 4;
 const NR: usize = 8;
@@ -13,6 +13,7 @@ pub static KERNEL: Kernel = Kernel {
     tails: &[],
     ops: &ROW_OPS,
     quant: Some(&QUANT),
+    q8: &[&QUANT],
 };
 
 /// The int16 quantized tile (the portable one is exact to int16 activations; no native build
@@ -23,9 +24,12 @@ pub static QUANT: QKernel = QKernel {
     nr: NR,
     group: 2,
     a_bytes: 2,
-    tile: qtile::<2, 2>,
+    tile: qtile::<2, 2, false, false>,
     tails: &[],
     quantize: super::qgemm::quantize_rows,
+    blocks: true,
+    q8_a: ActCodes::Int16,
+    w_range: (0, 255),
 };
 
 /// The portable kernel with the int8 tile: the numerics of relaxed-simd's int8 path, natively
@@ -33,6 +37,7 @@ pub static QUANT: QKernel = QKernel {
 pub static KERNEL_INT8: Kernel = Kernel {
     name: "scalar-int8",
     quant: Some(&QUANT_I8),
+    q8: &[&QUANT_I8, &QUANT],
     ..KERNEL
 };
 
@@ -43,9 +48,29 @@ pub static QUANT_I8: QKernel = QKernel {
     nr: NR,
     group: 4,
     a_bytes: 1,
-    tile: qtile::<4, 1>,
+    tile: qtile::<4, 1, false, false>,
     tails: &[],
     quantize: super::qgemm::quantize_rows,
+    blocks: true,
+    q8_a: ActCodes::Int8,
+    w_range: (0, 127),
+};
+
+/// The int8 layout of the native q8 tiles (`vpdpbusd`: unsigned activations, signed weights),
+/// as a reference for them.
+#[cfg_attr(not(test), allow(dead_code))] // the reference of the native q8 tiles (tests)
+pub static QUANT_U8S8: QKernel = QKernel {
+    name: "scalar u8s8",
+    mr: MR,
+    nr: NR,
+    group: 4,
+    a_bytes: 1,
+    tile: qtile::<4, 1, true, true>,
+    tails: &[],
+    quantize: super::qgemm::quantize_rows,
+    blocks: false,
+    q8_a: ActCodes::Uint8,
+    w_range: (-128, 127),
 };
 
 super::math::row_ops!(f32);
@@ -78,8 +103,9 @@ unsafe fn tile(
 
 /// # Safety
 /// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`) in the layout of
-/// `G`-wide groups and `W`-byte A codes, and `c` covers `rows × cols` with stride `ldc`.
-unsafe fn qtile<const G: usize, const W: usize>(
+/// `G`-wide groups and `W`-byte A codes (unsigned bytes when `AU`; weights signed when `WS`),
+/// and `c` covers `rows × cols` with stride `ldc`.
+unsafe fn qtile<const G: usize, const W: usize, const AU: bool, const WS: bool>(
     t: QTile,
     c: *mut f32,
     ldc: usize,
@@ -90,12 +116,18 @@ unsafe fn qtile<const G: usize, const W: usize>(
     let a = std::slice::from_raw_parts(t.a, steps * G * MR * W);
     let b = std::slice::from_raw_parts(t.b, steps * G * NR);
     let sa = std::slice::from_raw_parts(t.a_scales, t.blocks * 2 * MR);
-    let per_block = if t.zero.is_some() { NR } else { 2 * NR };
+    let per_block = if t.zero.is_some() || t.channel.is_some() {
+        NR
+    } else {
+        2 * NR
+    };
     let sb = std::slice::from_raw_parts(t.b_scales, t.blocks * per_block);
     let code = |at: usize| match W {
+        1 if AU => a[at] as i32,
         1 => a[at] as i8 as i32,
         _ => i16::from_le_bytes([a[at], a[at + 1]]) as i32,
     };
+    let weight = |at: usize| if WS { b[at] as i8 as i32 } else { b[at] as i32 };
     let mut acc = [0f32; MR * NR];
     for blk in 0..t.blocks {
         let (sa, sb) = (&sa[blk * 2 * MR..], &sb[blk * per_block..]);
@@ -105,10 +137,25 @@ unsafe fn qtile<const G: usize, const W: usize>(
             for i in 0..MR {
                 for j in 0..NR {
                     dot[i * NR + j] += (0..G)
-                        .map(|u| code((a0 + i * G + u) * W) * b[b0 + j * G + u] as i32)
+                        .map(|u| code((a0 + i * G + u) * W) * weight(b0 + j * G + u))
                         .sum::<i32>();
                 }
             }
+        }
+        if let Some(ch) = t.channel {
+            let (ta, tb) = (
+                std::slice::from_raw_parts(ch.a, 2 * MR),
+                std::slice::from_raw_parts(ch.b, 2 * NR),
+            );
+            for i in 0..MR {
+                for j in 0..NR {
+                    let total = dot[i * NR + j]
+                        .wrapping_add(tb[j].wrapping_mul(ta[i]))
+                        .wrapping_add(ta[MR + i].wrapping_mul(tb[NR + j]));
+                    acc[i * NR + j] = total as f32 * (sa[i] * sb[j]);
+                }
+            }
+            break;
         }
         for i in 0..MR {
             for j in 0..NR {

@@ -3,7 +3,7 @@
 //! 4x8 is the fastest (5x8, 6x8, 4x12, 3x16 spill or lose to it, `examples/gemm_bench.rs`;
 //! docs/performance.md).
 
-use super::kernels::{store_partial, Kernel, QKernel, QTile, StripBlock};
+use super::kernels::{store_partial, ActCodes, ChannelTerms, Kernel, QKernel, QTile, StripBlock};
 use std::arch::wasm32::*;
 
 const MR: usize = 4;
@@ -17,6 +17,7 @@ pub static KERNEL: Kernel = Kernel {
     tails: &[tile::<1>, tile::<2>, tile::<3>],
     ops: &ROW_OPS,
     quant: Some(&QUANT),
+    q8: &[&QUANT],
 };
 
 /// Integer tile with int16 activations: `i32x4.dot_i16x8_s` takes 8 products per instruction
@@ -30,6 +31,9 @@ pub(super) static QUANT: QKernel = QKernel {
     tile: qtile::<MR>,
     tails: &[qtile::<1>, qtile::<2>, qtile::<3>],
     quantize: quantize_int16,
+    blocks: true,
+    q8_a: ActCodes::Int16,
+    w_range: (0, 255),
 };
 
 super::math::row_ops!(F32x4);
@@ -219,11 +223,64 @@ pub(super) unsafe fn qtile_with<const R: usize, const V: usize, const AS: usize>
     madd: impl Fn(v128, v128, v128) -> v128 + Copy,
 ) {
     let (c, ldc, rows, cols) = out;
-    let acc = match t.zero {
-        Some(_) => qtile_sums::<R, V, AS, true>(&t, b_step, load_w, dot, madd),
-        None => qtile_sums::<R, V, AS, false>(&t, b_step, load_w, dot, madd),
+    let acc = match (t.channel, t.zero) {
+        (Some(ch), _) => qtile_channel::<R, V, AS>(&t, ch, b_step, load_w, dot),
+        (None, Some(_)) => qtile_sums::<R, V, AS, true>(&t, b_step, load_w, dot, madd),
+        (None, None) => qtile_sums::<R, V, AS, false>(&t, b_step, load_w, dot, madd),
     };
     store_tile(&acc, c, ldc, rows, cols);
+}
+
+/// The int32 sums of one block: `steps` steps of `dot`, advancing `a` and `b`.
+#[inline(always)]
+unsafe fn block_dot<const R: usize, const V: usize, const AS: usize>(
+    a: &mut *const u8,
+    b: &mut *const u8,
+    steps: usize,
+    b_step: usize,
+    load_w: impl Fn(*const u8, usize) -> v128,
+    dot: impl Fn(v128, v128, v128) -> v128,
+) -> [[v128; V]; R] {
+    let mut sums = [[i32x4_splat(0); V]; R];
+    for _ in 0..steps {
+        let w: [v128; V] = std::array::from_fn(|j| load_w(*b, j));
+        for (i, d) in sums.iter_mut().enumerate() {
+            let x = v128_load32_splat(a.add(4 * i) as *const u32);
+            for (dj, &wj) in d.iter_mut().zip(&w) {
+                *dj = dot(x, wj, *dj);
+            }
+        }
+        *a = a.add(4 * AS);
+        *b = b.add(b_step);
+    }
+    sums
+}
+
+/// A per-channel (q8) tile: one block of exact int32 sums, corrected and rescaled as
+/// [`ChannelTerms`] says: `C = f32(dot + d·sum + e·t) · (sa·sw)`.
+#[inline(always)]
+unsafe fn qtile_channel<const R: usize, const V: usize, const AS: usize>(
+    t: &QTile,
+    ch: ChannelTerms,
+    b_step: usize,
+    load_w: impl Fn(*const u8, usize) -> v128,
+    dot: impl Fn(v128, v128, v128) -> v128,
+) -> [[v128; V]; R] {
+    let (mut a, mut b) = (t.a, t.b);
+    let sums = block_dot::<R, V, AS>(&mut a, &mut b, t.steps, b_step, load_w, dot);
+    let mut acc = [[f32x4_splat(0.0); V]; R];
+    for (i, (row, d)) in acc.iter_mut().zip(&sums).enumerate() {
+        let (sum, e) = (i32x4_splat(*ch.a.add(i)), i32x4_splat(*ch.a.add(AS + i)));
+        let sa = f32x4_splat(*t.a_scales.add(i));
+        for (j, (r, &dj)) in row.iter_mut().zip(d).enumerate() {
+            let off = v128_load(ch.b.add(4 * j) as *const v128);
+            let tj = v128_load(ch.b.add(4 * V + 4 * j) as *const v128);
+            let total = i32x4_add(dj, i32x4_add(i32x4_mul(off, sum), i32x4_mul(e, tj)));
+            let sw = v128_load(t.b_scales.add(4 * j) as *const v128);
+            *r = f32x4_mul(f32x4_convert_i32x4(total), f32x4_mul(sa, sw));
+        }
+    }
+    acc
 }
 
 /// The f32 accumulators of [`qtile_with`], with the zero point shared (`SHARED`, subtracted
@@ -239,18 +296,7 @@ unsafe fn qtile_sums<const R: usize, const V: usize, const AS: usize, const SHAR
     let (mut a, mut b) = (t.a, t.b);
     let mut acc = [[f32x4_splat(0.0); V]; R];
     for blk in 0..t.blocks {
-        let mut sums = [[i32x4_splat(0); V]; R];
-        for _ in 0..t.steps {
-            let w: [v128; V] = std::array::from_fn(|j| load_w(b, j));
-            for (i, d) in sums.iter_mut().enumerate() {
-                let x = v128_load32_splat(a.add(4 * i) as *const u32);
-                for (dj, &wj) in d.iter_mut().zip(&w) {
-                    *dj = dot(x, wj, *dj);
-                }
-            }
-            a = a.add(4 * AS);
-            b = b.add(b_step);
-        }
+        let sums = block_dot::<R, V, AS>(&mut a, &mut b, t.steps, b_step, &load_w, &dot);
         add_scaled_block::<R, V, AS, SHARED>(&mut acc, &sums, t, blk, &madd);
     }
     acc

@@ -268,7 +268,8 @@ impl ModelFiles {
             let bytes = self
                 .take(&onnx)
                 .ok_or_else(|| Error::NoWeights(origin.clone()))?;
-            weights = super::onnx::import(&format!("{origin}/{onnx}"), &bytes)?;
+            weights =
+                super::onnx::import_as(&format!("{origin}/{onnx}"), &bytes, config.model_type)?;
         }
         Ok((config, tokenizer, weights))
     }

@@ -35,14 +35,7 @@ pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> 
                 x: hb.hidden,
                 out: cls,
             });
-            let (pre, act, out) = match t {
-                ModelType::Bert => ("pooler.dense", Activation::Tanh, "classifier"),
-                ModelType::DistilBert => ("pre_classifier", Activation::Relu, "classifier"),
-                ModelType::Electra => ("classifier.dense", Activation::Gelu, "classifier.out_proj"),
-                ModelType::Roberta | ModelType::XlmRoberta => {
-                    ("classifier.dense", Activation::Tanh, "classifier.out_proj")
-                }
-            };
+            let (pre, act, out) = sequence_head_names(t);
             let pre = hb.linear(pre, h, h)?;
             let pooled = hb.dense(cls, pre, act, "pooled");
             let l = classifier(hb, out, h)?;
@@ -64,36 +57,14 @@ fn classifier(hb: &mut HeadBuilder, name: &str, n_in: usize) -> Result<Linear> {
 fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
     let cfg = hb.cfg().clone();
     let (h, e, v) = (cfg.hidden_size, cfg.embedding_size, cfg.vocab_size);
-    let (dense, norm, decoder, bias, act) = match cfg.model_type {
-        ModelType::Bert => (
-            "cls.predictions.transform.dense",
-            "cls.predictions.transform.LayerNorm",
-            "cls.predictions.decoder",
-            "cls.predictions.bias",
-            cfg.hidden_act,
-        ),
-        ModelType::DistilBert => (
-            "vocab_transform",
-            "vocab_layer_norm",
-            "vocab_projector",
-            "vocab_projector.bias",
-            cfg.hidden_act,
-        ),
-        ModelType::Roberta | ModelType::XlmRoberta => (
-            "lm_head.dense",
-            "lm_head.layer_norm",
-            "lm_head.decoder",
-            "lm_head.bias",
-            Activation::Gelu,
-        ),
-        ModelType::Electra => (
-            "generator_predictions.dense",
-            "generator_predictions.LayerNorm",
-            "generator_lm_head",
-            "generator_lm_head.bias",
-            Activation::Gelu,
-        ),
-    };
+    let MlmNames {
+        dense,
+        norm,
+        decoder,
+        bias,
+        act,
+    } = mlm_names(cfg.model_type);
+    let act = act.unwrap_or(cfg.hidden_act);
     let picked = hb.buffer("mask_rows", Rows::Picked, h);
     hb.push(Op::Gather {
         x: hb.hidden,
@@ -128,4 +99,66 @@ fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
         n_out: v,
     };
     Ok(hb.dense(transformed, linear, Activation::None, "logits"))
+}
+
+/// Module names of the sequence-classification head: the pooling dense layer, its
+/// activation, and the output projection (also the ONNX importer's names).
+pub(crate) fn sequence_head_names(t: ModelType) -> (&'static str, Activation, &'static str) {
+    match t {
+        ModelType::Bert => ("pooler.dense", Activation::Tanh, "classifier"),
+        ModelType::DistilBert => ("pre_classifier", Activation::Relu, "classifier"),
+        ModelType::Electra => ("classifier.dense", Activation::Gelu, "classifier.out_proj"),
+        ModelType::Roberta | ModelType::XlmRoberta => {
+            ("classifier.dense", Activation::Tanh, "classifier.out_proj")
+        }
+    }
+}
+
+/// Module names of the masked-LM head; `act` is `None` where the config's `hidden_act` applies.
+pub(crate) struct MlmNames {
+    pub dense: &'static str,
+    pub norm: &'static str,
+    pub decoder: &'static str,
+    pub bias: &'static str,
+    pub act: Option<Activation>,
+}
+
+pub(crate) fn mlm_names(t: ModelType) -> MlmNames {
+    let (dense, norm, decoder, bias, act) = match t {
+        ModelType::Bert => (
+            "cls.predictions.transform.dense",
+            "cls.predictions.transform.LayerNorm",
+            "cls.predictions.decoder",
+            "cls.predictions.bias",
+            None,
+        ),
+        ModelType::DistilBert => (
+            "vocab_transform",
+            "vocab_layer_norm",
+            "vocab_projector",
+            "vocab_projector.bias",
+            None,
+        ),
+        ModelType::Roberta | ModelType::XlmRoberta => (
+            "lm_head.dense",
+            "lm_head.layer_norm",
+            "lm_head.decoder",
+            "lm_head.bias",
+            Some(Activation::Gelu),
+        ),
+        ModelType::Electra => (
+            "generator_predictions.dense",
+            "generator_predictions.LayerNorm",
+            "generator_lm_head",
+            "generator_lm_head.bias",
+            Some(Activation::Gelu),
+        ),
+    };
+    MlmNames {
+        dense,
+        norm,
+        decoder,
+        bias,
+        act,
+    }
 }

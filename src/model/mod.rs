@@ -8,7 +8,7 @@ pub mod weights;
 
 pub use config::{Activation, Architecture, HeadKind, ModelConfig, ModelType};
 pub use plan::{BufId, BufferSpec, Head, Linear, Norm, Op, Plan, Rows, WeightId};
-pub use weights::{BlockQuant, Tensor, Weights};
+pub use weights::{BlockQuant, ChannelQuant, Quant, Tensor, Weights};
 pub mod tokenizer;
 pub use tokenizer::{TextTokenizer, Windowing};
 pub mod files;

@@ -2,7 +2,7 @@
 //! The CPU and GPU executors both run exactly this list.
 
 use super::config::{Activation, HeadKind, ModelConfig, ModelType};
-use super::weights::{BlockQuant, Tensor, Weights};
+use super::weights::{Quant, Tensor, Weights};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,7 +188,7 @@ impl Builder<'_> {
         }
         let mut fused = Tensor::new(vec![3 * h, h], w);
         if quants.len() == 3 {
-            fused.quant = BlockQuant::concat(quants.iter().map(|q| &**q)).map(Box::new);
+            fused.quant = Quant::concat(quants.iter().map(|q| &**q)).map(Box::new);
         }
         let stem = names[0].rsplit_once('.').map_or("", |(s, _)| s).to_string();
         let weight = self.push(&format!("{stem}.qkv.weight"), fused);
@@ -213,17 +213,17 @@ impl Builder<'_> {
     }
 }
 
-/// Tensor names of one encoder layer, per model family.
-struct LayerNames {
-    qkv: [String; 3],
-    attn_out: String,
-    attn_norm: String,
-    ffn_in: String,
-    ffn_out: String,
-    ffn_norm: String,
+/// Tensor names of one encoder layer, per model family (also the ONNX importer's names).
+pub(crate) struct LayerNames {
+    pub qkv: [String; 3],
+    pub attn_out: String,
+    pub attn_norm: String,
+    pub ffn_in: String,
+    pub ffn_out: String,
+    pub ffn_norm: String,
 }
 
-fn layer_names(t: ModelType, i: usize) -> LayerNames {
+pub(crate) fn layer_names(t: ModelType, i: usize) -> LayerNames {
     if t == ModelType::DistilBert {
         let p = format!("transformer.layer.{i}");
         LayerNames {

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 pub struct Tensor {
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
-    /// The integer form a `[n, k]` weight was stored in, when it came block-quantized (ONNX
-    /// `MatMulNBits`): `data` is its exact dequantization. CPU kernels with integer dot
-    /// products compute from it.
-    pub quant: Option<Box<BlockQuant>>,
+    /// The integer form a `[n, k]` weight was stored in, when it came quantized (ONNX
+    /// `MatMulNBits`, `MatMulInteger`): `data` is its exact dequantization. CPU kernels with
+    /// integer dot products compute from it.
+    pub quant: Option<Box<Quant>>,
 }
 
 impl Tensor {
@@ -22,6 +22,49 @@ impl Tensor {
             shape,
             data,
             quant: None,
+        }
+    }
+}
+
+/// The integer form of a quantized `[n, k]` weight.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Quant {
+    /// Blocks of consecutive k (q4 `MatMulNBits`).
+    Block(BlockQuant),
+    /// One scale and zero point per output channel (q8 `MatMulInteger`).
+    Channel(ChannelQuant),
+}
+
+impl Quant {
+    /// Stacks the rows of several matrices quantized alike (fused Q/K/V); `None` when the
+    /// parts differ in kind, block or signedness.
+    pub fn concat<'a>(parts: impl IntoIterator<Item = &'a Quant>) -> Option<Quant> {
+        let parts: Vec<&Quant> = parts.into_iter().collect();
+        if let Some(b) = parts
+            .iter()
+            .map(|q| q.as_block())
+            .collect::<Option<Vec<_>>>()
+        {
+            return BlockQuant::concat(b).map(Quant::Block);
+        }
+        let c = parts
+            .iter()
+            .map(|q| q.as_channel())
+            .collect::<Option<Vec<_>>>()?;
+        ChannelQuant::concat(c).map(Quant::Channel)
+    }
+
+    pub fn as_block(&self) -> Option<&BlockQuant> {
+        match self {
+            Quant::Block(b) => Some(b),
+            Quant::Channel(_) => None,
+        }
+    }
+
+    pub fn as_channel(&self) -> Option<&ChannelQuant> {
+        match self {
+            Quant::Channel(c) => Some(c),
+            Quant::Block(_) => None,
         }
     }
 }
@@ -49,6 +92,73 @@ impl BlockQuant {
         let mut out = parts.next()?.clone();
         for p in parts {
             if p.block != out.block {
+                return None;
+            }
+            out.codes.extend_from_slice(&p.codes);
+            out.scales.extend_from_slice(&p.scales);
+            out.zero_points.extend_from_slice(&p.zero_points);
+        }
+        Some(out)
+    }
+}
+
+/// A `[n, k]` matrix quantized per output channel (row j; ONNX's per-column quantization of
+/// the `[k, n]` MatMul operand): `w[j][kk] = (code(j, kk) − zero_points[j]) · scales[j]`.
+/// The codes are the 8-bit values as stored: int8 (two's-complement bytes, `signed`) or uint8.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelQuant {
+    pub signed: bool,
+    /// `[n, k]`.
+    pub codes: Vec<u8>,
+    /// `[n]`.
+    pub scales: Vec<f32>,
+    /// `[n]`, in the codes' range.
+    pub zero_points: Vec<i32>,
+}
+
+impl ChannelQuant {
+    /// The code at flat index `i` of `[n, k]` as an integer.
+    pub fn code(&self, i: usize) -> i32 {
+        if self.signed {
+            self.codes[i] as i8 as i32
+        } else {
+            self.codes[i] as i32
+        }
+    }
+
+    /// From the `[k, n]` layout of an ONNX MatMul operand (`codes[kk * n + j]`).
+    pub fn from_kn(
+        signed: bool,
+        codes: &[u8],
+        k: usize,
+        scales: Vec<f32>,
+        zero_points: Vec<i32>,
+    ) -> Self {
+        let n = scales.len();
+        debug_assert_eq!(codes.len(), k * n);
+        let codes = (0..n * k).map(|i| codes[(i % k) * n + i / k]).collect();
+        ChannelQuant {
+            signed,
+            codes,
+            scales,
+            zero_points,
+        }
+    }
+
+    /// The exact dequantization, `[n, k]`.
+    pub fn dequantize(&self) -> Vec<f32> {
+        let k = self.codes.len() / self.scales.len().max(1);
+        (0..self.codes.len())
+            .map(|i| (self.code(i) - self.zero_points[i / k]) as f32 * self.scales[i / k])
+            .collect()
+    }
+
+    /// Stacks the rows of several matrices with the same `k` and signedness.
+    pub fn concat<'a>(parts: impl IntoIterator<Item = &'a ChannelQuant>) -> Option<ChannelQuant> {
+        let mut parts = parts.into_iter();
+        let mut out = parts.next()?.clone();
+        for p in parts {
+            if p.signed != out.signed {
                 return None;
             }
             out.codes.extend_from_slice(&p.codes);

@@ -1,33 +1,24 @@
-//! Import BERT-family weights from an ONNX graph (transformers.js / optimum exports,
-//! fp32, fp16, q4 `MatMulNBits`, q8 `MatMulInteger` and QDQ `DequantizeLinear`) as f32
-//! tensors with Hugging Face PyTorch state-dict names and layouts.
+//! Import BERT-family weights from an ONNX graph (transformers.js / optimum /
+//! sentence-transformers exports: fp32, fp16, q8/int8/uint8 dynamic quantization, q4 / q4f16
+//! `MatMulNBits`, bnb4 `MatMulBnb4`, weight-only `DequantizeLinear` or `Cast`+`Mul`) as f32
+//! tensors with Hugging Face state-dict names and PyTorch layouts.
 //!
-//! Which constants are weights: a float constant (possibly behind Identity, Cast,
-//! 2-D Transpose or DequantizeLinear) is kept only when consumed as
-//! * the B input of MatMul / Gemm (and Gemm's C), or the quantized weight of MatMulNBits,
-//!   MatMulInteger, MatMulIntegerToFloat → `<scope>.weight` `[out, in]` (+ `.bias`);
-//! * the data of Gather / GatherBlockQuantized with rank ≥ 2 (an integer table followed
-//!   by DequantizeLinear is dequantized too) → `<scope>.weight`;
-//! * the scale / bias of LayerNormalization → `.weight` / `.bias`;
-//! * an input of Add (→ `.bias`) or Mul (→ `.weight`, decomposed LayerNorm) with rank ≥ 1
-//!   and either more than one element or a state-dict name. This leaves out scalars
-//!   (GELU, attention scaling, LayerNorm epsilon) and integer shape/index constants.
-//!
-//! Other weight-carrying operators (onnxruntime fusions such as Attention,
-//! SkipLayerNormalization, MatMulBnb4; QLinearMatMul) are an error, not silently skipped.
-//!
-//! Names: a constant already named like a state-dict key (`bert.encoder.layer.0.output.dense.bias`,
-//! minus a `_quantized` / `_Q4` suffix) keeps it; anonymous ones (`onnx::MatMul_743_Q4`) take
-//! the consuming node's scope (`/bert/encoder/layer.0/attention/self/query/MatMul_Q4` →
-//! `bert.encoder.layer.0.attention.self.query`), else their own name.
+//! Names come from the graph's structure, never from initializer names (`structure.rs`):
+//! the walk starts at the embedding lookup of `input_ids`, follows the hidden state through
+//! each layer (Q/K/V told apart by where they enter the attention products) and ends in the
+//! task head. Weights are found as the constant operands of the nodes the walk reaches, seen
+//! through their dequantization (`resolve`, `ops.rs`). A weight-carrying node the walk does
+//! not explain is an error naming the node and its operator.
 
 mod ops;
 mod proto;
+mod structure;
 mod tensor;
 
-use super::weights::BlockQuant;
+use super::config::ModelType;
+use super::weights::Quant;
 use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tensor::Reason;
 
 /// A weight in PyTorch layout, named as in the Hugging Face state dict.
@@ -36,8 +27,8 @@ pub struct ImportedTensor {
     pub name: String,
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
-    /// The integer codes behind `data`, for weights stored block-quantized.
-    pub quant: Option<BlockQuant>,
+    /// The integer codes behind `data`, for weights stored quantized (q4 blocks, q8 channels).
+    pub quant: Option<Quant>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +49,8 @@ pub enum OnnxError {
     },
     #[error("node `{node}`: operator {op} takes weights but is not supported (export without onnxruntime graph fusions)")]
     UnsupportedOp { node: String, op: String },
+    #[error("not a BERT-family encoder graph: {0}")]
+    NoEncoder(String),
     #[error("tensors `{first}` and `{second}` both map to weight name `{name}`")]
     DuplicateName {
         name: String,
@@ -66,17 +59,19 @@ pub enum OnnxError {
     },
 }
 
-/// Decodes an ONNX model and returns its weights, dequantized to f32, in graph order.
+/// Decodes an ONNX model and returns its weights, dequantized to f32, named as a BERT
+/// checkpoint (`bert.` prefix, BERT module names).
 pub fn import_onnx(bytes: &[u8]) -> Result<Vec<ImportedTensor>, OnnxError> {
-    let model = <ModelProto as prost::Message>::decode(bytes)?;
-    let graph = model.graph.as_ref().ok_or(OnnxError::NoGraph)?;
-    Importer::new(graph)?.run(graph)
+    import_onnx_as(bytes, ModelType::Bert)
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Weight,
-    Bias,
+/// As [`import_onnx`], with the module names of the given model family.
+pub fn import_onnx_as(bytes: &[u8], family: ModelType) -> Result<Vec<ImportedTensor>, OnnxError> {
+    let model = <ModelProto as prost::Message>::decode(bytes)?;
+    let graph = model.graph.as_ref().ok_or(OnnxError::NoGraph)?;
+    let importer = Importer::new(graph)?;
+    importer.check_ops(graph)?;
+    structure::walk(importer, graph, family)
 }
 
 /// Shape and values of an integer constant.
@@ -87,7 +82,7 @@ struct Value {
     origin: String,
     shape: Vec<usize>,
     data: Vec<f32>,
-    quant: Option<BlockQuant>,
+    quant: Option<Quant>,
 }
 
 impl Value {
@@ -107,7 +102,10 @@ struct Importer<'a> {
     producer: HashMap<&'a str, &'a NodeProto>,
     consumers: HashMap<&'a str, Vec<&'a NodeProto>>,
     out: Vec<ImportedTensor>,
+    /// Weight name → the initializer it came from.
     origins: HashMap<String, String>,
+    /// Nodes (by first output) whose weights were taken by the walk.
+    visited: HashSet<String>,
 }
 
 fn tensor_err(tensor: &str) -> impl FnOnce(Reason) -> OnnxError + '_ {
@@ -129,6 +127,10 @@ fn input(node: &NodeProto, i: usize) -> &str {
     node.input.get(i).map_or("", String::as_str)
 }
 
+fn output(node: &NodeProto) -> &str {
+    node.output.first().map_or("", String::as_str)
+}
+
 fn attr_i(node: &NodeProto, name: &str) -> Option<i64> {
     node.attribute.iter().find(|a| a.name == name).map(|a| a.i)
 }
@@ -146,46 +148,6 @@ fn is_std(node: &NodeProto) -> bool {
 
 fn is_ms(node: &NodeProto) -> bool {
     node.domain == "com.microsoft"
-}
-
-/// `a.b_c.weight`-style names: dotted identifier segments only.
-fn is_state_dict_name(s: &str) -> bool {
-    s.contains('.')
-        && s.split('.').all(|seg| {
-            !seg.is_empty() && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
-}
-
-fn strip_quant_suffix(s: &str) -> &str {
-    if let Some(base) = s.strip_suffix("_quantized") {
-        return base;
-    }
-    match s.rsplit_once("_Q") {
-        Some((base, bits)) if !bits.is_empty() && bits.chars().all(|c| c.is_ascii_digit()) => base,
-        _ => s,
-    }
-}
-
-fn param_name(origin: &str, node: &NodeProto, kind: Kind) -> String {
-    let base = strip_quant_suffix(origin);
-    if is_state_dict_name(base) {
-        return base.to_string();
-    }
-    let scope = node
-        .name
-        .strip_prefix('/')
-        .and_then(|p| p.rsplit_once('/'))
-        .map(|(scope, _op)| scope);
-    match scope {
-        Some(scope) if !scope.is_empty() => {
-            let suffix = match kind {
-                Kind::Weight => "weight",
-                Kind::Bias => "bias",
-            };
-            format!("{}.{suffix}", scope.replace('/', "."))
-        }
-        _ => origin.to_string(),
-    }
 }
 
 impl<'a> Importer<'a> {
@@ -223,81 +185,51 @@ impl<'a> Importer<'a> {
             consumers,
             out: Vec::new(),
             origins: HashMap::new(),
+            visited: HashSet::new(),
         })
     }
 
-    fn run(mut self, graph: &'a GraphProto) -> Result<Vec<ImportedTensor>, OnnxError> {
+    /// onnxruntime fusions and quantized operators this importer cannot take apart are an
+    /// error up front, named, rather than an unexplained structure later.
+    fn check_ops(&self, graph: &GraphProto) -> Result<(), OnnxError> {
         for node in &graph.node {
-            self.visit(node)?;
-        }
-        Ok(self.out)
-    }
-
-    fn visit(&mut self, node: &'a NodeProto) -> Result<(), OnnxError> {
-        match (node.op_type.as_str(), is_std(node), is_ms(node)) {
-            ("MatMul", true, _) => {
-                if let Some(w) = self
-                    .resolve(input(node, 1), 0)?
-                    .filter(|w| w.shape.len() == 2)
-                {
-                    self.push_linear(node, w, false)?;
-                }
-            }
-            ("Gemm", true, _) => self.gemm(node)?,
-            ("MatMulNBits", _, true) => self.matmul_nbits(node)?,
-            ("MatMulInteger", true, _) | ("MatMulIntegerToFloat", _, true) => {
-                self.matmul_integer(node)?
-            }
-            ("Gather", true, _) => self.gather(node)?,
-            ("GatherBlockQuantized", _, true) => self.gather_block_quantized(node)?,
-            ("LayerNormalization", true, _) => {
-                for (i, kind) in [(1, Kind::Weight), (2, Kind::Bias)] {
-                    if let Some(v) = self.resolve(input(node, i), 0)? {
-                        self.push(node, kind, v)?;
-                    }
-                }
-            }
-            ("Add" | "Mul", true, _) => {
-                let kind = if node.op_type == "Add" {
-                    Kind::Bias
-                } else {
-                    Kind::Weight
-                };
-                for i in 0..node.input.len() {
-                    if let Some(v) = self.resolve(input(node, i), 0)? {
-                        let named = is_state_dict_name(strip_quant_suffix(&v.origin));
-                        if !v.shape.is_empty() && (v.data.len() > 1 || named) {
-                            self.push(node, kind, v)?;
-                        }
-                    }
-                }
-            }
-            (op, std, ms)
-                if ms || (std && matches!(op, "QLinearMatMul" | "ConvInteger" | "QLinearConv")) =>
-            {
-                let takes_weights = node.input.iter().any(|i| {
-                    let numel = |t: &TensorProto| tensor::shape(t).and_then(|s| tensor::numel(&s));
-                    self.consts
-                        .get(i.as_str())
-                        .is_some_and(|t| numel(t).map_or(true, |n| n > 1))
+            let op = node.op_type.as_str();
+            let known = matches!(
+                op,
+                "MatMulNBits"
+                    | "MatMulBnb4"
+                    | "MatMulIntegerToFloat"
+                    | "GatherBlockQuantized"
+                    | "Gelu"
+                    | "FastGelu"
+                    | "QuickGelu"
+            );
+            let unsupported = (is_ms(node) && !known)
+                || (is_std(node) && matches!(op, "QLinearMatMul" | "ConvInteger" | "QLinearConv"));
+            if unsupported && self.takes_weights(node) {
+                return Err(OnnxError::UnsupportedOp {
+                    node: node.name.clone(),
+                    op: op.to_string(),
                 });
-                if takes_weights {
-                    return Err(OnnxError::UnsupportedOp {
-                        node: node.name.clone(),
-                        op: op.to_string(),
-                    });
-                }
             }
-            _ => {}
         }
         Ok(())
     }
 
-    fn push(&mut self, node: &NodeProto, kind: Kind, v: Value) -> Result<(), OnnxError> {
-        let name = param_name(&v.origin, node, kind);
+    fn takes_weights(&self, node: &NodeProto) -> bool {
+        node.input.iter().any(|i| {
+            let numel = |t: &TensorProto| tensor::shape(t).and_then(|s| tensor::numel(&s));
+            self.consts
+                .get(i.as_str())
+                .is_some_and(|t| numel(t).map_or(true, |n| n > 1))
+        })
+    }
+
+    /// Records a weight under its state-dict name.
+    fn push(&mut self, name: String, v: Value) -> Result<(), OnnxError> {
         if let Some(first) = self.origins.get(&name) {
             if *first == v.origin {
-                return Ok(()); // same constant reached again (shared weight)
+                return Ok(());
             }
             return Err(OnnxError::DuplicateName {
                 name,
@@ -313,21 +245,6 @@ impl<'a> Importer<'a> {
             quant: v.quant,
         });
         Ok(())
-    }
-
-    /// Pushes a linear weight, transposing ONNX's `[in, out]` unless `out_in` already holds.
-    fn push_linear(
-        &mut self,
-        node: &NodeProto,
-        mut w: Value,
-        out_in: bool,
-    ) -> Result<(), OnnxError> {
-        if let (false, &[rows, cols]) = (out_in, w.shape.as_slice()) {
-            w.data = tensor::transpose2(&w.data, rows, cols);
-            w.shape = vec![cols, rows];
-            w.quant = None; // blocks run along the other axis now
-        }
-        self.push(node, Kind::Weight, w)
     }
 
     fn tensor_f32(&self, name: &str, t: &TensorProto) -> Result<Value, OnnxError> {
@@ -352,8 +269,26 @@ impl<'a> Importer<'a> {
             .map(|(_, z)| z.into_iter().map(|v| v as f32).collect()))
     }
 
-    /// A float constant behind `name`: an initializer / Constant, or one seen through
-    /// Identity, Cast, 2-D Transpose or DequantizeLinear of a constant.
+    /// Whether `name` is computed from constants only (a weight, possibly behind its
+    /// dequantization), without decoding anything.
+    fn is_const(&self, name: &str, depth: usize) -> bool {
+        if self.consts.contains_key(name) {
+            return true;
+        }
+        match self.producer.get(name) {
+            Some(n) if depth < 16 && n.op_type != "Shape" => n
+                .input
+                .iter()
+                .filter(|i| !i.is_empty())
+                .all(|i| self.is_const(i, depth + 1)),
+            _ => false,
+        }
+    }
+
+    /// A float constant behind `name`: an initializer / Constant, or one computed from
+    /// constants through Identity, Cast (also of integer data), 2-D Transpose, Reshape to the
+    /// same data, DequantizeLinear, or elementwise Mul / Sub / Add / Div (weight-only
+    /// quantization such as `Cast(int8) → Mul(scale)`).
     fn resolve(&self, name: &str, depth: usize) -> Result<Option<Value>, OnnxError> {
         if name.is_empty() || depth > 16 {
             return Ok(None);
@@ -374,7 +309,12 @@ impl<'a> Importer<'a> {
         match node.op_type.as_str() {
             "Identity" => self.resolve(input(node, 0), depth + 1),
             "Cast" if attr_i(node, "to").is_some_and(|to| tensor::is_float(to as i32)) => {
-                self.resolve(input(node, 0), depth + 1)
+                let x = input(node, 0);
+                if let Some((shape, q)) = self.const_i32(x)? {
+                    let data = q.into_iter().map(|v| v as f32).collect();
+                    return Ok(Some(Value::new(x, shape, data)));
+                }
+                self.resolve(x, depth + 1)
             }
             "Transpose" => {
                 let perm = node
@@ -389,10 +329,34 @@ impl<'a> Importer<'a> {
                     (&[rows, cols], None | Some([1, 0])) => {
                         v.data = tensor::transpose2(&v.data, rows, cols);
                         v.shape = vec![cols, rows];
+                        v.quant = None;
                         Ok(Some(v))
                     }
                     _ => Ok(None),
                 }
+            }
+            "Mul" | "Sub" | "Add" | "Div" if self.is_const(name, 0) => {
+                let (Some(a), Some(b)) = (
+                    self.resolve(input(node, 0), depth + 1)?,
+                    self.resolve(input(node, 1), depth + 1)?,
+                ) else {
+                    return Ok(None);
+                };
+                let op: fn(f32, f32) -> f32 = match node.op_type.as_str() {
+                    "Mul" => |x, y| x * y,
+                    "Sub" => |x, y| x - y,
+                    "Add" => |x, y| x + y,
+                    _ => |x, y| x / y,
+                };
+                let (shape, data) = tensor::broadcast((&a.shape, &a.data), (&b.shape, &b.data), op)
+                    .map_err(|r| node_err(node, r))?;
+                // The bigger operand is the weight; the other its scale or zero point.
+                let origin = if a.data.len() >= b.data.len() {
+                    a.origin
+                } else {
+                    b.origin
+                };
+                Ok(Some(Value::new(&origin, shape, data)))
             }
             "DequantizeLinear" => {
                 let x_name = input(node, 0);
@@ -425,9 +389,14 @@ impl<'a> Importer<'a> {
 #[cfg(test)]
 mod tests;
 
-/// Imports an ONNX file's weights into the tensor store the plan is built from.
+/// Imports an ONNX file's weights (BERT names) into the tensor store the plan is built from.
 pub fn import(file: &str, bytes: &[u8]) -> crate::Result<super::Weights> {
-    let tensors = import_onnx(bytes).map_err(|e| crate::Error::Onnx {
+    import_as(file, bytes, ModelType::Bert)
+}
+
+/// Imports an ONNX file's weights with the module names of `family` (from `config.json`).
+pub fn import_as(file: &str, bytes: &[u8], family: ModelType) -> crate::Result<super::Weights> {
+    let tensors = import_onnx_as(bytes, family).map_err(|e| crate::Error::Onnx {
         file: file.to_string(),
         msg: e.to_string(),
     })?;

@@ -1,18 +1,76 @@
-//! Weight extraction for operators with their own weight layout or quantization.
+//! Weight extraction for operators with their own weight layout or quantization: each
+//! returns the weight in PyTorch layout `[out, in]`, dequantized to f32.
 
 use super::proto::{dtype, NodeProto};
 use super::tensor::{self, NBitsZeroPoints};
-use super::{attr_i, attr_usize, input, node_err, tensor_err, Importer, Kind, OnnxError, Value};
+use super::{attr_i, attr_usize, input, is_ms, is_std, node_err, output, tensor_err};
+use super::{Importer, OnnxError, Value};
+use crate::model::weights::{ChannelQuant, Quant};
+
+/// A linear layer found in the graph: `out = x · weightᵀ (+ bias)`.
+pub(super) struct Linear<'a> {
+    pub node: &'a NodeProto,
+    /// `[out, in]`.
+    pub weight: Value,
+    pub bias: Option<Value>,
+    /// The tensor holding the product (and the bias, once attached).
+    pub out: String,
+}
+
+impl Linear<'_> {
+    pub fn n_out(&self) -> usize {
+        self.weight.shape.first().copied().unwrap_or(0)
+    }
+}
+
+/// Ops that compute `x · W` from a constant W.
+pub(super) fn is_linear_op(node: &NodeProto) -> bool {
+    match node.op_type.as_str() {
+        "MatMul" | "Gemm" | "MatMulInteger" => is_std(node),
+        "MatMulNBits" | "MatMulBnb4" | "MatMulIntegerToFloat" => is_ms(node),
+        _ => false,
+    }
+}
 
 impl<'a> Importer<'a> {
+    /// The linear layer `node` computes, when its weight is a constant.
+    pub(super) fn linear_site(&self, node: &'a NodeProto) -> Result<Option<Linear<'a>>, OnnxError> {
+        if !is_linear_op(node) {
+            return Ok(None);
+        }
+        let site = |weight: Value, bias: Option<Value>, out: &str| Linear {
+            node,
+            weight,
+            bias,
+            out: out.to_string(),
+        };
+        Ok(match node.op_type.as_str() {
+            "MatMul" => match self.resolve(input(node, 1), 0)? {
+                Some(w) if w.shape.len() == 2 && !self.is_const(input(node, 0), 0) => {
+                    Some(site(transposed(w), None, output(node)))
+                }
+                _ => None,
+            },
+            "Gemm" => self.gemm(node)?.map(|(w, b)| site(w, b, output(node))),
+            "MatMulNBits" => {
+                let (w, b) = self.matmul_nbits(node)?;
+                Some(site(w, b, output(node)))
+            }
+            "MatMulBnb4" => Some(site(self.matmul_bnb4(node)?, None, output(node))),
+            _ => self
+                .matmul_integer(node)?
+                .map(|(w, b, out)| site(w, b, &out)),
+        })
+    }
+
     /// `Y = alpha * A @ B' + beta * C`, B' = B or Bᵀ (`transB`).
-    pub(super) fn gemm(&mut self, node: &NodeProto) -> Result<(), OnnxError> {
+    fn gemm(&self, node: &NodeProto) -> Result<Option<(Value, Option<Value>)>, OnnxError> {
         let Some(mut w) = self.resolve(input(node, 1), 0)? else {
-            return Ok(());
+            return Ok(None);
         };
-        let &[rows, cols] = w.shape.as_slice() else {
-            return Ok(());
-        };
+        if w.shape.len() != 2 {
+            return Ok(None);
+        }
         let attr_f = |n: &str| {
             node.attribute
                 .iter()
@@ -21,22 +79,28 @@ impl<'a> Importer<'a> {
         };
         let alpha = attr_f("alpha");
         w.data.iter_mut().for_each(|x| *x *= alpha);
-        let trans_b = attr_i(node, "transB") == Some(1);
-        let out_features = if trans_b { rows } else { cols };
-        self.push_linear(node, w, trans_b)?;
+        let w = if attr_i(node, "transB") == Some(1) {
+            w
+        } else {
+            transposed(w)
+        };
+        let out_features = w.shape[0];
+        let mut bias = None;
         if let Some(mut b) = self.resolve(input(node, 2), 0)? {
             if b.data.len() == out_features {
                 let beta = attr_f("beta");
                 b.data.iter_mut().for_each(|x| *x *= beta);
                 b.shape = vec![out_features];
-                self.push(node, Kind::Bias, b)?;
+                bias = Some(b);
+            } else {
+                return Err(node_err(node, "C is not a bias of the output width"));
             }
         }
-        Ok(())
+        Ok(Some((w, bias)))
     }
 
     /// `com.microsoft.MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?)`.
-    pub(super) fn matmul_nbits(&mut self, node: &NodeProto) -> Result<(), OnnxError> {
+    fn matmul_nbits(&self, node: &NodeProto) -> Result<(Value, Option<Value>), OnnxError> {
         let b_name = input(node, 1);
         let b = self
             .consts
@@ -82,21 +146,45 @@ impl<'a> Importer<'a> {
         )
         .map_err(|r| node_err(node, r))?;
         let mut w = Value::new(b_name, vec![n, k], data);
-        w.quant = quant;
-        self.push_linear(node, w, true)?;
-        if let Some(bias) = self.resolve(input(node, 5), 0)? {
-            self.push(node, Kind::Bias, bias)?;
-        }
-        Ok(())
+        w.quant = quant.map(Quant::Block);
+        Ok((w, self.resolve(input(node, 5), 0)?))
+    }
+
+    /// `com.microsoft.MatMulBnb4(A, B, absmax)`: FP4 / NF4 codes of Bᵀ in flat blocks.
+    fn matmul_bnb4(&self, node: &NodeProto) -> Result<Value, OnnxError> {
+        let b_name = input(node, 1);
+        let b = self
+            .consts
+            .get(b_name)
+            .ok_or_else(|| node_err(node, "B is not a constant"))?;
+        let b = tensor::to_u8(b).map_err(tensor_err(b_name))?;
+        let k = attr_usize(node, "K", None)?;
+        let n = attr_usize(node, "N", None)?;
+        let block_size = attr_usize(node, "block_size", None)?;
+        let quant_type = attr_i(node, "quant_type").unwrap_or(1);
+        let absmax = self
+            .resolve(input(node, 2), 0)?
+            .ok_or_else(|| node_err(node, "absmax is not a constant"))?;
+        let data = tensor::dequantize_bnb4(&b, &absmax.data, n, k, block_size, quant_type)
+            .map_err(|r| node_err(node, r))?;
+        Ok(Value::new(b_name, vec![n, k], data))
     }
 
     /// `MatMulInteger(A, B, a_zp, b_zp)` from dynamic quantization: B's scale is found on the
-    /// path `MatMulInteger → Cast → Mul(_, Mul(a_scale, b_scale))`.
-    /// `com.microsoft.MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zp, b_zp, bias)` has it inline.
-    pub(super) fn matmul_integer(&mut self, node: &NodeProto) -> Result<(), OnnxError> {
+    /// path `MatMulInteger → Cast → Mul(_, Mul(a_scale, b_scale))`, whose output is the
+    /// layer's product. `com.microsoft.MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zp,
+    /// b_zp, bias)` has it inline.
+    ///
+    /// Here the integer form of a q8 weight is at hand: `q` (B's codes, `[in, out]`, int8
+    /// or uint8 as i32), `scale.data` (one per output column, or one) and `zp` (the same).
+    #[allow(clippy::type_complexity)]
+    fn matmul_integer(
+        &self,
+        node: &NodeProto,
+    ) -> Result<Option<(Value, Option<Value>, String)>, OnnxError> {
         let b_name = input(node, 1);
         let Some((shape, q)) = self.const_i32(b_name)? else {
-            return Ok(());
+            return Ok(None);
         };
         if shape.len() != 2 {
             return Err(node_err(
@@ -105,48 +193,82 @@ impl<'a> Importer<'a> {
             ));
         }
         let fused = node.op_type == "MatMulIntegerToFloat";
-        let (scale, zp) = if fused {
+        let (scale, zp, out) = if fused {
             (
                 self.resolve(input(node, 3), 0)?,
                 self.zero_point(input(node, 5))?,
+                output(node).to_string(),
             )
         } else {
-            (
-                self.dynamic_b_scale(node)?,
-                self.zero_point(input(node, 3))?,
-            )
+            let (scale, out) = self
+                .dynamic_b_scale(node)?
+                .ok_or_else(|| node_err(node, "cannot find the constant scale of B (expected MatMulInteger → Cast → Mul(_, Mul(a_scale, b_scale)))"))?;
+            (Some(scale), self.zero_point(input(node, 3))?, out)
         };
-        let scale = scale.ok_or_else(|| node_err(node, "cannot find the constant scale of B"))?;
+        let scale = scale.ok_or_else(|| node_err(node, "the scale of B is not a constant"))?;
         let data =
             tensor::dequantize_linear(&q, &shape, &scale.data, &scale.shape, zp.as_deref(), 1, 0)
                 .map_err(|r| node_err(node, r))?;
-        self.push_linear(node, Value::new(b_name, shape, data), false)?;
+        let mut w = transposed(Value::new(b_name, shape, data));
+        w.quant = self.channel_codes(node, &q, &scale.data, zp.as_deref());
         let bias = if fused {
             self.resolve(input(node, 6), 0)?
         } else {
             None
         };
-        if let Some(bias) = bias {
-            self.push(node, Kind::Bias, bias)?;
-        }
-        Ok(())
+        Ok(Some((w, bias, out)))
     }
 
-    fn only_consumer(&self, output: Option<&String>, op: &str) -> Option<&'a NodeProto> {
-        match self.consumers.get(output?.as_str())?.as_slice() {
+    /// B's codes kept per output channel (`[k, n]` int8/uint8 with per-column or per-tensor
+    /// scale and zero point), when A is quantized by `DynamicQuantizeLinear`: the CPU then
+    /// computes as onnxruntime does. A statically quantized A gets the f32 path only.
+    fn channel_codes(
+        &self,
+        node: &NodeProto,
+        codes: &[i32],
+        scale: &[f32],
+        zp: Option<&[f32]>,
+    ) -> Option<Quant> {
+        let b = self.consts.get(input(node, 1))?;
+        let signed = match b.data_type {
+            dtype::INT8 => true,
+            dtype::UINT8 => false,
+            _ => return None,
+        };
+        let dynamic = (self.producer.get(input(node, 0)))
+            .is_some_and(|p| p.op_type == "DynamicQuantizeLinear");
+        let &[k, n] = tensor::shape(b).ok()?.as_slice() else {
+            return None;
+        };
+        let per_column = |len: usize| len == n || len == 1;
+        if !dynamic || !per_column(scale.len()) || !zp.is_none_or(|z| per_column(z.len())) {
+            return None;
+        }
+        let scales = (0..n).map(|j| scale[j % scale.len()]).collect();
+        let zero_points = (0..n)
+            .map(|j| zp.map_or(0, |z| z[j % z.len()] as i32))
+            .collect();
+        let bytes: Vec<u8> = codes.iter().map(|&c| c as u8).collect();
+        let q = ChannelQuant::from_kn(signed, &bytes, k, scales, zero_points);
+        Some(Quant::Channel(q))
+    }
+
+    fn only_consumer(&self, output: &str, op: &str) -> Option<&'a NodeProto> {
+        match self.consumers.get(output)?.as_slice() {
             [n] if n.op_type == op => Some(n),
             _ => None,
         }
     }
 
-    fn dynamic_b_scale(&self, node: &NodeProto) -> Result<Option<Value>, OnnxError> {
-        let Some(cast) = self.only_consumer(node.output.first(), "Cast") else {
+    /// B's scale and the output of the rescaling Mul.
+    fn dynamic_b_scale(&self, node: &NodeProto) -> Result<Option<(Value, String)>, OnnxError> {
+        let Some(cast) = self.only_consumer(output(node), "Cast") else {
             return Ok(None);
         };
-        let Some(mul) = self.only_consumer(cast.output.first(), "Mul") else {
+        let Some(mul) = self.only_consumer(output(cast), "Mul") else {
             return Ok(None);
         };
-        let Some(other) = mul.input.iter().find(|i| Some(*i) != cast.output.first()) else {
+        let Some(other) = mul.input.iter().find(|i| i.as_str() != output(cast)) else {
             return Ok(None);
         };
         let Some(scales_mul) = self
@@ -164,42 +286,64 @@ impl<'a> Importer<'a> {
                 }
             }
         }
-        Ok(found)
+        Ok(found.map(|v| (v, output(mul).to_string())))
     }
 
-    /// Embedding tables: a float constant, or an integer table whose lookup result goes
-    /// through DequantizeLinear (onnxruntime's quantized embeddings).
-    pub(super) fn gather(&mut self, node: &NodeProto) -> Result<(), OnnxError> {
+    /// An embedding table read by `node`: a float constant (behind its dequantization), an
+    /// integer table whose rows are dequantized after the lookup (`Gather → DequantizeLinear`
+    /// or `Gather → Cast → Mul(scale)`), or `GatherBlockQuantized`. Returns the table and the
+    /// tensor holding the looked-up rows as floats.
+    pub(super) fn embedding(&self, node: &NodeProto) -> Result<Option<(Value, String)>, OnnxError> {
+        if node.op_type == "GatherBlockQuantized" && is_ms(node) {
+            return Ok(Some((
+                self.gather_block_quantized(node)?,
+                output(node).into(),
+            )));
+        }
+        if node.op_type != "Gather" || !is_std(node) || attr_i(node, "axis").unwrap_or(0) != 0 {
+            return Ok(None);
+        }
         let data = input(node, 0);
-        if attr_i(node, "axis").unwrap_or(0) != 0 {
-            return Ok(());
-        }
         if let Some(v) = self.resolve(data, 0)? {
-            if v.shape.len() >= 2 {
-                self.push(node, Kind::Weight, v)?;
-            }
-            return Ok(());
+            return Ok((v.shape.len() == 2).then(|| (v, output(node).into())));
         }
-        let Some(dq) = self.only_consumer(node.output.first(), "DequantizeLinear") else {
-            return Ok(());
-        };
         let Some((shape, q)) = self.const_i32(data)? else {
-            return Ok(());
+            return Ok(None);
         };
-        let scale = self
-            .resolve(input(dq, 1), 0)?
-            .ok_or_else(|| node_err(dq, "scale is not a constant"))?;
-        let zp = self.zero_point(input(dq, 2))?;
-        // Per-axis scales after a Gather can only run along the table's last axis.
-        let values =
+        if shape.len() != 2 {
+            return Ok(None);
+        }
+        // Per-axis scales after a lookup can only run along the table's last axis.
+        let deq = |scale: Value, zp: Option<Vec<f32>>, at: &NodeProto| {
             tensor::dequantize_linear(&q, &shape, &scale.data, &scale.shape, zp.as_deref(), -1, 0)
-                .map_err(|r| node_err(dq, r))?;
-        self.push(node, Kind::Weight, Value::new(data, shape, values))
+                .map(|values| Value::new(data, shape.clone(), values))
+                .map_err(|r| node_err(at, r))
+        };
+        if let Some(dq) = self.only_consumer(output(node), "DequantizeLinear") {
+            let scale = self
+                .resolve(input(dq, 1), 0)?
+                .ok_or_else(|| node_err(dq, "scale is not a constant"))?;
+            let zp = self.zero_point(input(dq, 2))?;
+            return Ok(Some((deq(scale, zp, dq)?, output(dq).into())));
+        }
+        if let Some(cast) = self.only_consumer(output(node), "Cast") {
+            if let Some(mul) = self.only_consumer(output(cast), "Mul") {
+                let other = mul.input.iter().find(|i| i.as_str() != output(cast));
+                if let Some(scale) = other.map(|o| self.resolve(o, 0)).transpose()?.flatten() {
+                    let flat = Value::new("", vec![scale.data.len()], scale.data);
+                    return Ok(Some((deq(flat, None, mul)?, output(mul).into())));
+                }
+            }
+        }
+        Err(node_err(
+            node,
+            "integer embedding table without a recognised dequantization",
+        ))
     }
 
     /// `com.microsoft.GatherBlockQuantized(data, indices, scales, zero_points?)` on a 2-D table
     /// quantized in blocks along its rows.
-    pub(super) fn gather_block_quantized(&mut self, node: &NodeProto) -> Result<(), OnnxError> {
+    fn gather_block_quantized(&self, node: &NodeProto) -> Result<Value, OnnxError> {
         let data_name = input(node, 0);
         let t = self
             .consts
@@ -265,6 +409,16 @@ impl<'a> Importer<'a> {
             block_size,
         )
         .map_err(|r| node_err(node, r))?;
-        self.push(node, Kind::Weight, Value::new(data_name, shape, data))
+        Ok(Value::new(data_name, shape, data))
     }
+}
+
+/// ONNX's `[in, out]` to PyTorch's `[out, in]`.
+fn transposed(mut w: Value) -> Value {
+    if let &[rows, cols] = w.shape.as_slice() {
+        w.data = tensor::transpose2(&w.data, rows, cols);
+        w.shape = vec![cols, rows];
+        w.quant = None; // blocks run along the other axis now
+    }
+    w
 }

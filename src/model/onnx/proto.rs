@@ -17,6 +17,16 @@ pub struct GraphProto {
     pub name: String,
     #[prost(message, repeated, tag = "5")]
     pub initializer: Vec<TensorProto>,
+    #[prost(message, repeated, tag = "11")]
+    pub input: Vec<ValueInfoProto>,
+    #[prost(message, repeated, tag = "12")]
+    pub output: Vec<ValueInfoProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ValueInfoProto {
+    #[prost(string, tag = "1")]
+    pub name: String,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

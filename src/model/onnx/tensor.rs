@@ -356,3 +356,137 @@ pub(super) fn dequantize_nbits(
     }
     Ok((out, quant))
 }
+
+/// NF4 code book of onnxruntime's `MatMulBnb4` (`quant_type` 1), as in bitsandbytes.
+const NF4: [f32; 16] = [
+    -1.0,
+    -0.696_192_8,
+    -0.525_073_05,
+    -0.394_917_5,
+    -0.284_441_38,
+    -0.184_773_43,
+    -0.091_050_036,
+    0.0,
+    0.079_580_3,
+    0.160_930_2,
+    0.246_112_3,
+    0.337_915_24,
+    0.440_709_83,
+    0.562_617,
+    0.722_956_84,
+    1.0,
+];
+
+/// FP4 code book (`quant_type` 0): sign bit, then a 3-bit float with bias 3, divided by 12.
+const FP4: [f32; 16] = [
+    0.0,
+    5.208_333e-3,
+    0.666_666_7,
+    1.0,
+    0.333_333_34,
+    0.5,
+    0.166_666_67,
+    0.25,
+    -0.0,
+    -5.208_333e-3,
+    -0.666_666_7,
+    -1.0,
+    -0.333_333_34,
+    -0.5,
+    -0.166_666_67,
+    -0.25,
+];
+
+/// `com.microsoft.MatMulBnb4` weight: the `[n, k]` (PyTorch layout) matrix flattened and cut
+/// into blocks of `block_size` consecutive values, each stored as 4-bit codes (high nibble
+/// first) into a code book scaled by the block's `absmax`.
+pub(super) fn dequantize_bnb4(
+    packed: &[u8],
+    absmax: &[f32],
+    n: usize,
+    k: usize,
+    block_size: usize,
+    quant_type: i64,
+) -> Result<Vec<f32>, Reason> {
+    let book = match quant_type {
+        0 => &FP4,
+        1 => &NF4,
+        q => return Err(format!("quant_type {q} is neither 0 (FP4) nor 1 (NF4)")),
+    };
+    let numel = n
+        .checked_mul(k)
+        .filter(|&v| v > 0 && block_size > 0)
+        .ok_or_else(|| format!("invalid K={k}, N={n}, block_size={block_size}"))?;
+    if packed.len() != numel.div_ceil(2) {
+        return Err(len_mismatch("B", packed.len(), numel.div_ceil(2)));
+    }
+    if absmax.len() != numel.div_ceil(block_size) {
+        return Err(len_mismatch(
+            "absmax",
+            absmax.len(),
+            numel.div_ceil(block_size),
+        ));
+    }
+    Ok((0..numel)
+        .map(|i| {
+            let byte = packed[i / 2];
+            let code = if i % 2 == 0 { byte >> 4 } else { byte & 0xf };
+            book[code as usize] * absmax[i / block_size]
+        })
+        .collect())
+}
+
+/// Elementwise `a op b` with numpy broadcasting (constant folding of weight plumbing such as
+/// `Cast(int8) → Mul(scale)`).
+pub(super) fn broadcast(
+    a: (&[usize], &[f32]),
+    b: (&[usize], &[f32]),
+    op: fn(f32, f32) -> f32,
+) -> Result<(Vec<usize>, Vec<f32>), Reason> {
+    let rank = a.0.len().max(b.0.len());
+    let pad = |s: &[usize]| {
+        let mut v = vec![1; rank - s.len()];
+        v.extend_from_slice(s);
+        v
+    };
+    let (sa, sb) = (pad(a.0), pad(b.0));
+    let mut shape = Vec::with_capacity(rank);
+    for (&x, &y) in sa.iter().zip(&sb) {
+        shape.push(match (x, y) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return Err(format!("shapes {:?} and {:?} do not broadcast", a.0, b.0)),
+        });
+    }
+    let n = numel(&shape)?;
+    if numel(&sa)? != a.1.len() || numel(&sb)? != b.1.len() {
+        return Err("operand sizes do not match their shapes".into());
+    }
+    // Strides of each operand in the output's index space (0 along broadcast axes).
+    let strides = |s: &[usize]| {
+        let mut st = vec![0; rank];
+        let mut acc = 1;
+        for i in (0..rank).rev() {
+            st[i] = if s[i] == 1 { 0 } else { acc };
+            acc *= s[i];
+        }
+        st
+    };
+    let (ta, tb) = (strides(&sa), strides(&sb));
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0usize; rank];
+    for _ in 0..n {
+        let ia: usize = idx.iter().zip(&ta).map(|(i, s)| i * s).sum();
+        let ib: usize = idx.iter().zip(&tb).map(|(i, s)| i * s).sum();
+        out.push(op(a.1[ia], b.1[ib]));
+        for d in (0..rank).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    Ok((shape, out))
+}

@@ -1,0 +1,650 @@
+//! Names weights by where they sit in the graph. The walk starts at the embedding lookup of
+//! `input_ids`, sums the other lookups into the embeddings LayerNorm, then follows the hidden
+//! state layer by layer: the three linears fed by it are Q, K and V, told apart by where
+//! they enter the attention products (Q and K meet in the scores product that reaches the
+//! Softmax, V is multiplied by the probabilities); the next linear after the context
+//! product is the attention output, then residual + LayerNorm, the FFN pair, residual +
+//! LayerNorm. What follows the last layer is the task head (token classifier / QA
+//! outputs on every token, masked-LM transform + decoder, or a pooled first-token head).
+
+use super::super::config::ModelType;
+use super::super::heads::{mlm_names, sequence_head_names};
+use super::super::plan::layer_names;
+use super::ops::{is_linear_op, Linear};
+use super::proto::{GraphProto, NodeProto};
+use super::{input, node_err, output, ImportedTensor, Importer, OnnxError, Value};
+use std::collections::{HashSet, VecDeque};
+
+struct Norm<'a> {
+    node: &'a NodeProto,
+    gamma: Value,
+    beta: Value,
+    out: String,
+}
+
+/// Ops that reshape or scale a value on its way into the attention products.
+const PASS_THROUGH: &[&str] = &[
+    "Reshape",
+    "Transpose",
+    "Mul",
+    "Div",
+    "Cast",
+    "Squeeze",
+    "Unsqueeze",
+    "Identity",
+];
+
+/// Ops between the scores product and the Softmax (scaling, mask).
+const TO_SOFTMAX: &[&str] = &["Mul", "Div", "Add", "Sub", "Where", "Cast"];
+
+pub(super) fn walk(
+    imp: Importer,
+    graph: &GraphProto,
+    family: ModelType,
+) -> Result<Vec<ImportedTensor>, OnnxError> {
+    let mut w = Walker {
+        imp,
+        graph,
+        prefix: family.prefix(),
+        family,
+    };
+    let mut h = w.embeddings()?;
+    let mut layer = 0;
+    loop {
+        if let Some(next) = w.layer(&h, layer)? {
+            h = next;
+            layer += 1;
+            continue;
+        }
+        if layer == 0 {
+            // ELECTRA's projection from the embedding width to the hidden width.
+            let mut first = w.linears_from(&h)?;
+            if first.len() == 1 {
+                let proj = first.remove(0);
+                let next = proj.out.clone();
+                let name = format!("{}.embeddings_project", w.prefix);
+                w.push_linear(&name, proj)?;
+                if let Some(after) = w.layer(&next, 0)? {
+                    h = after;
+                    layer = 1;
+                    continue;
+                }
+            }
+            return Err(OnnxError::NoEncoder(format!(
+                "no attention layer follows the embeddings LayerNorm (output `{h}`)"
+            )));
+        }
+        break;
+    }
+    w.head(&h)?;
+    w.check_all_visited()?;
+    Ok(w.imp.out)
+}
+
+struct Walker<'a, 'g> {
+    imp: Importer<'a>,
+    graph: &'g GraphProto,
+    prefix: &'static str,
+    family: ModelType,
+}
+
+impl<'a> Walker<'a, '_> {
+    /// Users of a tensor, leaving out shape queries.
+    fn users(&self, t: &str) -> Vec<&'a NodeProto> {
+        self.imp
+            .consumers
+            .get(t)
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|n| !matches!(n.op_type.as_str(), "Shape" | "Size"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn only_user(&self, t: &str) -> Option<&'a NodeProto> {
+        match self.users(t).as_slice() {
+            [u] => Some(u),
+            _ => None,
+        }
+    }
+
+    fn mark(&mut self, node: &NodeProto) {
+        self.imp.visited.insert(output(node).to_string());
+    }
+
+    fn push_linear(&mut self, name: &str, l: Linear) -> Result<(), OnnxError> {
+        self.mark(l.node);
+        self.imp.push(format!("{name}.weight"), l.weight)?;
+        if let Some(b) = l.bias {
+            self.imp.push(format!("{name}.bias"), b)?;
+        }
+        Ok(())
+    }
+
+    fn push_norm(&mut self, name: &str, n: Norm) -> Result<(), OnnxError> {
+        self.mark(n.node);
+        self.imp.push(format!("{name}.weight"), n.gamma)?;
+        self.imp.push(format!("{name}.bias"), n.beta)
+    }
+
+    /// A linear node's site with its bias attached: an inline bias, or an `Add` of a
+    /// constant of the output width as the product's only user.
+    fn site(&self, node: &'a NodeProto) -> Result<Option<Linear<'a>>, OnnxError> {
+        let Some(mut l) = self.imp.linear_site(node)? else {
+            return Ok(None);
+        };
+        if l.bias.is_none() {
+            if let [add] = self.users(&l.out).as_slice() {
+                if add.op_type == "Add" {
+                    let other = add.input.iter().find(|i| **i != l.out);
+                    if let Some(b) = other.map(|o| self.imp.resolve(o, 0)).transpose()?.flatten() {
+                        if b.data.len() == l.n_out() {
+                            let mut b = b;
+                            b.shape = vec![l.n_out()];
+                            l.bias = Some(b);
+                            l.out = output(add).to_string();
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Some(l))
+    }
+
+    /// Linear layers that take `h` as their input (directly, or through the activation
+    /// quantization of dynamically quantized models).
+    fn linears_from(&self, h: &str) -> Result<Vec<Linear<'a>>, OnnxError> {
+        let mut out = Vec::new();
+        for u in self.users(h) {
+            if is_linear_op(u) && input(u, 0) == h {
+                out.extend(self.site(u)?);
+            } else if matches!(u.op_type.as_str(), "DynamicQuantizeLinear" | "Cast") {
+                for v in self.users(output(u)) {
+                    if is_linear_op(v) && input(v, 0) == output(u) {
+                        out.extend(self.site(v)?);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first linear layer(s) downstream of `t`, breadth first, not crossing another
+    /// linear; at most one distinct layer may be found at the nearest depth.
+    fn next_linear(&self, t: &str, limit: usize) -> Result<Option<Linear<'a>>, OnnxError> {
+        let mut seen = HashSet::new();
+        let mut frontier: Vec<String> = vec![t.to_string()];
+        for _ in 0..limit {
+            let mut found: Vec<&'a NodeProto> = Vec::new();
+            let mut next = Vec::new();
+            for tensor in &frontier {
+                for u in self.users(tensor) {
+                    if !seen.insert(output(u).to_string()) {
+                        continue;
+                    }
+                    if is_linear_op(u) && !self.imp.is_const(input(u, 0), 0) {
+                        found.push(u);
+                    } else {
+                        next.extend(u.output.iter().cloned());
+                    }
+                }
+            }
+            match found.as_slice() {
+                [] => {}
+                [one] => return self.site(one),
+                [a, b, ..] => {
+                    return Err(node_err(
+                        a,
+                        format!(
+                            "ambiguous structure: `{}` and `{}` both follow `{t}`",
+                            a.name, b.name
+                        ),
+                    ))
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Ok(None)
+    }
+
+    /// The LayerNorm that `t` flows into within a few steps (residual adds, activations),
+    /// as one `LayerNormalization` node or decomposed (`ReduceMean`, `Sub`, `Pow`, …, `Div`,
+    /// `Mul(gamma)`, `Add(beta)`); never crossing a linear layer.
+    fn norm_after(&self, t: &str, limit: usize) -> Result<Option<Norm<'a>>, OnnxError> {
+        let mut queue = VecDeque::from([(t.to_string(), 0)]);
+        let mut seen = HashSet::new();
+        while let Some((tensor, depth)) = queue.pop_front() {
+            for u in self.users(&tensor) {
+                if !seen.insert(output(u).to_string()) || is_linear_op(u) {
+                    continue;
+                }
+                if let Some(n) = self.norm_at(u)? {
+                    return Ok(Some(n));
+                }
+                if depth + 1 < limit {
+                    queue.extend(u.output.iter().map(|o| (o.clone(), depth + 1)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn norm_at(&self, u: &'a NodeProto) -> Result<Option<Norm<'a>>, OnnxError> {
+        match u.op_type.as_str() {
+            "LayerNormalization" => {
+                let gamma = self
+                    .imp
+                    .resolve(input(u, 1), 0)?
+                    .ok_or_else(|| node_err(u, "scale is not a constant"))?;
+                let beta = match self.imp.resolve(input(u, 2), 0)? {
+                    Some(b) => b,
+                    None => Value::new("", gamma.shape.clone(), vec![0.0; gamma.data.len()]),
+                };
+                Ok(Some(Norm {
+                    node: u,
+                    gamma,
+                    beta,
+                    out: output(u).to_string(),
+                }))
+            }
+            "ReduceMean" => {
+                let x = input(u, 0);
+                let mean = output(u);
+                let centred = self
+                    .users(x)
+                    .into_iter()
+                    .find(|s| s.op_type == "Sub" && input(s, 0) == x && input(s, 1) == mean);
+                let Some(sub) = centred else {
+                    return Ok(None);
+                };
+                let Some(div) = self
+                    .users(output(sub))
+                    .into_iter()
+                    .find(|d| d.op_type == "Div" && input(d, 0) == output(sub))
+                else {
+                    return Ok(None);
+                };
+                let (Some(gamma), mul) = self.const_operand(output(div), "Mul")? else {
+                    return Ok(None);
+                };
+                let mul = mul.unwrap_or(div);
+                let (Some(beta), add) = self.const_operand(output(mul), "Add")? else {
+                    return Ok(None);
+                };
+                let add = add.unwrap_or(mul);
+                Ok(Some(Norm {
+                    node: u,
+                    gamma,
+                    beta,
+                    out: output(add).to_string(),
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The constant operand of `t`'s only user when that user is an `op` node.
+    fn const_operand(
+        &self,
+        t: &str,
+        op: &str,
+    ) -> Result<(Option<Value>, Option<&'a NodeProto>), OnnxError> {
+        let Some(n) = self.only_user(t) else {
+            return Ok((None, None));
+        };
+        if n.op_type != op {
+            return Ok((None, None));
+        }
+        let other = n.input.iter().find(|i| i.as_str() != t);
+        let v = other.map(|o| self.imp.resolve(o, 0)).transpose()?.flatten();
+        Ok((v, Some(n)))
+    }
+
+    /// Whether `t` is computed from graph input `name` (within a few steps back).
+    fn traces_to(&self, t: &str, name: &str, depth: usize) -> bool {
+        if t == name {
+            return true;
+        }
+        match self.imp.producer.get(t) {
+            Some(p) if depth < 12 => p
+                .input
+                .iter()
+                .any(|i| !i.is_empty() && self.traces_to(i, name, depth + 1)),
+            _ => false,
+        }
+    }
+
+    /// The lookup node behind an addend of the embedding sum.
+    fn lookup_behind(&self, t: &str, depth: usize) -> Option<&'a NodeProto> {
+        let p = self.imp.producer.get(t)?;
+        match p.op_type.as_str() {
+            "Gather" | "GatherBlockQuantized" => Some(p),
+            "DequantizeLinear" | "Cast" | "Identity" | "Mul" if depth < 4 => p
+                .input
+                .iter()
+                .find_map(|i| self.lookup_behind(i, depth + 1)),
+            _ => None,
+        }
+    }
+
+    fn embeddings(&mut self) -> Result<String, OnnxError> {
+        let ids = self
+            .graph
+            .input
+            .iter()
+            .map(|i| i.name.as_str())
+            .find(|n| *n == "input_ids")
+            .or_else(|| self.graph.input.first().map(|i| i.name.as_str()))
+            .ok_or_else(|| OnnxError::NoEncoder("the graph has no inputs".into()))?
+            .to_string();
+        let mut users = self.users(&ids);
+        for u in users.clone() {
+            if matches!(u.op_type.as_str(), "Cast" | "Identity") {
+                users.extend(self.users(output(u)));
+            }
+        }
+        let mut word = None;
+        for u in users {
+            if matches!(u.op_type.as_str(), "Gather" | "GatherBlockQuantized")
+                && self.traces_to(input(u, 1), &ids, 10)
+            {
+                if let Some(found) = self.imp.embedding(u)? {
+                    word = Some((u, found));
+                    break;
+                }
+            }
+        }
+        let Some((word_node, (word_table, word_out))) = word else {
+            return Err(OnnxError::NoEncoder(format!(
+                "no embedding lookup of graph input `{ids}`"
+            )));
+        };
+        let norm = self
+            .norm_after(&word_out, 8)?
+            .ok_or_else(|| node_err(word_node, "the word embeddings reach no LayerNorm"))?;
+        // The other lookups added into the sum before the LayerNorm.
+        let mut others: Vec<(&'a NodeProto, Value)> = Vec::new();
+        let mut t = word_out.clone();
+        for _ in 0..8 {
+            if t == input(norm.node, 0) {
+                break;
+            }
+            let Some(add) = self.only_user(&t) else {
+                break;
+            };
+            if add.op_type != "Add" {
+                break;
+            }
+            for addend in add.input.iter().filter(|i| **i != t) {
+                if let Some(g) = self.lookup_behind(addend, 0) {
+                    let (table, _) = self
+                        .imp
+                        .embedding(g)?
+                        .ok_or_else(|| node_err(g, "lookup table is not a constant"))?;
+                    others.push((g, table));
+                }
+            }
+            t = output(add).to_string();
+        }
+        self.mark(word_node);
+        let p = self.prefix;
+        self.imp
+            .push(format!("{p}.embeddings.word_embeddings.weight"), word_table)?;
+        let is_type = |w: &Self, g: &NodeProto| w.traces_to(input(g, 1), "token_type_ids", 0);
+        let type_index = match others.as_slice() {
+            [] => None,
+            [(g, _)] => is_type(self, g).then_some(0),
+            [(a, ta), (b, tb)] => Some(if is_type(self, a) {
+                0
+            } else if is_type(self, b) || tb.shape[0] < ta.shape[0] {
+                1
+            } else {
+                0
+            }),
+            [.., (g, _)] => {
+                return Err(node_err(g, "more than three lookups in the embedding sum"))
+            }
+        };
+        for (i, (g, table)) in others.into_iter().enumerate() {
+            let kind = if Some(i) == type_index {
+                "token_type"
+            } else {
+                "position"
+            };
+            self.mark(g);
+            self.imp
+                .push(format!("{p}.embeddings.{kind}_embeddings.weight"), table)?;
+        }
+        let out = norm.out.clone();
+        self.push_norm(&format!("{p}.embeddings.LayerNorm"), norm)?;
+        Ok(out)
+    }
+
+    /// Where a projection's output enters the attention products: the product node and
+    /// which of its inputs.
+    fn attention_entry(&self, t: &str) -> Option<(&'a NodeProto, usize)> {
+        let mut t = t.to_string();
+        for _ in 0..12 {
+            let u = self.only_user(&t)?;
+            if u.op_type == "MatMul" && !is_linear_site_input(self, u) {
+                return u.input.iter().position(|i| *i == t).map(|i| (u, i));
+            }
+            if !PASS_THROUGH.contains(&u.op_type.as_str()) {
+                return None;
+            }
+            t = output(u).to_string();
+        }
+        None
+    }
+
+    fn reaches_softmax(&self, product: &NodeProto) -> bool {
+        let mut t = output(product).to_string();
+        for _ in 0..8 {
+            let Some(u) = self.only_user(&t) else {
+                return false;
+            };
+            if u.op_type == "Softmax" {
+                return true;
+            }
+            if !TO_SOFTMAX.contains(&u.op_type.as_str()) {
+                return false;
+            }
+            t = output(u).to_string();
+        }
+        false
+    }
+
+    /// One encoder layer from hidden state `h`; its output hidden state, or `None` when `h`
+    /// does not feed an attention block.
+    fn layer(&mut self, h: &str, i: usize) -> Result<Option<String>, OnnxError> {
+        let linears = self.linears_from(h)?;
+        if linears.len() < 3 {
+            return Ok(None);
+        }
+        let (mut q, mut k, mut v) = (None, None, None);
+        let mut context = None;
+        for l in linears {
+            let Some((product, slot)) = self.attention_entry(&l.out) else {
+                return Ok(None);
+            };
+            let scores = self.reaches_softmax(product);
+            let place = match (scores, slot) {
+                (true, 0) => &mut q,
+                (true, _) => &mut k,
+                (false, 1) => {
+                    context = Some(product);
+                    &mut v
+                }
+                _ => return Ok(None),
+            };
+            if place.replace(l).is_some() {
+                return Err(node_err(
+                    product,
+                    "several projections enter the same attention input",
+                ));
+            }
+        }
+        let (Some(q), Some(k), Some(v), Some(context)) = (q, k, v, context) else {
+            return Ok(None);
+        };
+        let names = layer_names(self.family, i);
+        let p = self.prefix;
+        let attn_out = self
+            .next_linear(output(context), 8)?
+            .ok_or_else(|| node_err(context, "no output projection after the attention"))?;
+        let attn_norm = self
+            .norm_after(&attn_out.out, 4)?
+            .ok_or_else(|| node_err(attn_out.node, "no LayerNorm after the attention output"))?;
+        let mut ffn = self.linears_from(&attn_norm.out)?;
+        if ffn.len() != 1 {
+            return Err(node_err(
+                attn_norm.node,
+                format!(
+                    "{} linear layers follow the attention LayerNorm, expected 1",
+                    ffn.len()
+                ),
+            ));
+        }
+        let ffn_in = ffn.remove(0);
+        let ffn_out = self
+            .next_linear(&ffn_in.out, 12)?
+            .ok_or_else(|| node_err(ffn_in.node, "no second FFN linear after the activation"))?;
+        let ffn_norm = self
+            .norm_after(&ffn_out.out, 4)?
+            .ok_or_else(|| node_err(ffn_out.node, "no LayerNorm after the FFN"))?;
+        let out = ffn_norm.out.clone();
+        for (name, l) in names.qkv.iter().zip([q, k, v]) {
+            self.push_linear(&format!("{p}.{name}"), l)?;
+        }
+        self.push_linear(&format!("{p}.{}", names.attn_out), attn_out)?;
+        self.push_norm(&format!("{p}.{}", names.attn_norm), attn_norm)?;
+        self.push_linear(&format!("{p}.{}", names.ffn_in), ffn_in)?;
+        self.push_linear(&format!("{p}.{}", names.ffn_out), ffn_out)?;
+        self.push_norm(&format!("{p}.{}", names.ffn_norm), ffn_norm)?;
+        Ok(Some(out))
+    }
+
+    /// The task head after the last hidden state, if any.
+    fn head(&mut self, h: &str) -> Result<(), OnnxError> {
+        let mut token = self.linears_from(h)?;
+        if token.len() > 1 {
+            return Err(node_err(
+                token[1].node,
+                "several linear heads on the last hidden state",
+            ));
+        }
+        if let Some(first) = token.pop() {
+            // Masked LM: dense → activation → LayerNorm → decoder.
+            if let Some(norm) = self.norm_after(&first.out, 10)? {
+                let decoder = self.next_linear(&norm.out, 6)?.ok_or_else(|| {
+                    node_err(norm.node, "no decoder after the masked-LM transform")
+                })?;
+                let names = mlm_names(self.family);
+                self.push_linear(names.dense, first)?;
+                self.push_norm(names.norm, norm)?;
+                self.mark(decoder.node);
+                let tied = self
+                    .imp
+                    .origins
+                    .get(&format!(
+                        "{}.embeddings.word_embeddings.weight",
+                        self.prefix
+                    ))
+                    .is_some_and(|o| *o == decoder.weight.origin);
+                if !tied {
+                    self.imp
+                        .push(format!("{}.weight", names.decoder), decoder.weight)?;
+                }
+                if let Some(b) = decoder.bias {
+                    self.imp.push(names.bias.to_string(), b)?;
+                }
+                return Ok(());
+            }
+            if let Some(next) = self.next_linear(&first.out, 8)? {
+                return Err(node_err(
+                    next.node,
+                    "unrecognised head: a second linear follows the token-wise linear",
+                ));
+            }
+            let qa = first.n_out() == 2
+                && (self.graph.output.iter().any(|o| o.name == "start_logits")
+                    || self.reaches_op(&first.out, "Split", 4));
+            let name = if qa { "qa_outputs" } else { "classifier" };
+            return self.push_linear(name, first);
+        }
+        // A head on the first token: pooling dense → activation → output projection.
+        let Some(pooled) = self.next_linear(h, 6)? else {
+            return Ok(()); // a bare encoder
+        };
+        let (pre, _, out) = sequence_head_names(self.family);
+        let pre = if pre == "pooler.dense" {
+            format!("{}.pooler.dense", self.prefix)
+        } else {
+            pre.to_string()
+        };
+        match self.next_linear(&pooled.out, 6)? {
+            Some(proj) => {
+                self.push_linear(&pre, pooled)?;
+                self.push_linear(out, proj)
+            }
+            None if self.family == ModelType::Bert => self.push_linear(&pre, pooled),
+            None => Err(node_err(
+                pooled.node,
+                "unrecognised head: one linear on the first token",
+            )),
+        }
+    }
+
+    fn reaches_op(&self, t: &str, op: &str, limit: usize) -> bool {
+        let mut frontier = vec![t.to_string()];
+        for _ in 0..limit {
+            let mut next = Vec::new();
+            for tensor in &frontier {
+                for u in self.users(tensor) {
+                    if u.op_type == op {
+                        return true;
+                    }
+                    next.extend(u.output.iter().cloned());
+                }
+            }
+            frontier = next;
+        }
+        false
+    }
+
+    /// Every node holding a weight must have been explained by the walk.
+    fn check_all_visited(&self) -> Result<(), OnnxError> {
+        for node in &self.graph.node {
+            let op = node.op_type.as_str();
+            let holds_weight = match op {
+                _ if is_linear_op(node) => {
+                    self.imp.is_const(input(node, 1), 0) && !self.imp.is_const(input(node, 0), 0)
+                }
+                "Gather" | "GatherBlockQuantized" => self
+                    .imp
+                    .consts
+                    .get(input(node, 0))
+                    .is_some_and(|t| t.dims.len() == 2 && t.dims.iter().product::<i64>() > 1),
+                "LayerNormalization" => true,
+                _ => false,
+            };
+            if holds_weight && !self.imp.visited.contains(output(node)) {
+                return Err(node_err(
+                    node,
+                    "holds weights the importer cannot place in a BERT-family encoder or head",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a `MatMul` multiplies by a constant (a linear layer, not an attention product).
+fn is_linear_site_input(w: &Walker, u: &NodeProto) -> bool {
+    w.imp.is_const(input(u, 1), 0)
+}

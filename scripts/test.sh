@@ -8,6 +8,8 @@ bash scripts/setup.sh
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # The GPU tests must find the lavapipe adapter here instead of skipping.
 export WEBERT_REQUIRE_GPU=1
+# And the ONNX dtype files scripts/setup.sh builds (tests/onnx_dtypes.rs) must all be there.
+export WEBERT_REQUIRE_ONNX_DTYPES=1
 cargo test --all-targets
 source scripts/wasm_flags.sh
 RUSTFLAGS="-C target-feature=+simd128 $wasm_codegen" cargo build --lib --release --target wasm32-unknown-unknown

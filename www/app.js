@@ -479,9 +479,9 @@ $('#teach-load').addEventListener('change', async () => {
     const clf = await pipeline('text-classification', chosen.cls.source, { head: file, device: device(), quantized });
     await keep(clf);
     showHead(clf, `Loaded ${file.name}`);
-    showError(null);
+    showError('cls', null);
   } catch (e) {
-    showError(`Could not load the head: ${e.message}`);
+    showError('cls', `Could not load the head: ${e.message}`);
   }
 });
 

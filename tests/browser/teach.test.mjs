@@ -31,7 +31,7 @@ after(async () => {
 });
 
 async function noError() {
-  assert.equal(await page.$eval('#error', (e) => (e.hidden ? null : e.textContent)), null);
+  assert.equal(await page.$eval('#cls-error', (e) => (e.hidden ? null : e.textContent)), null);
 }
 
 async function classify(text) {
@@ -87,8 +87,8 @@ test('Teach mode: train on pasted examples, classify like scikit-learn, keep the
   // A head file loads from the picker; a broken one is an error on the page, not a crash.
   writeFileSync(`${file}.bad`, 'not a head');
   await page.setInputFiles('#teach-load', `${file}.bad`);
-  await page.waitForFunction(() => !document.querySelector('#error').hidden, null, { timeout: 60_000 });
-  assert.match(await page.textContent('#error'), /Could not load the head: classifier head: corrupt/);
+  await page.waitForFunction(() => !document.querySelector('#cls-error').hidden, null, { timeout: 60_000 });
+  assert.match(await page.textContent('#cls-error'), /Could not load the head: classifier head: corrupt/);
   await page.setInputFiles('#teach-load', file);
   await page.waitForFunction(() => document.querySelector('#teach-status').textContent.startsWith('Loaded head.safetensors'), null, { timeout: 60_000 });
   await noError();

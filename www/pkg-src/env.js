@@ -17,7 +17,7 @@ export const env = {
   localModelPath: '/models/',
 };
 
-const HUB_URL = /^https:\/\/(?:huggingface\.co|hf\.co)\/([\w.-]+\/[\w.-]+)(?:\/(?:tree|resolve)\/([^/]+))?\/?$/;
+const HUB_URL = /^(?:https:\/\/)?(?:www\.)?(?:huggingface\.co|hf\.co)\/([\w.-]+\/[\w.-]+)(?:\/(?:tree|resolve)\/([^/]+))?\/?$/;
 const ID = /^[A-Za-z0-9][\w.-]*(?:\/[A-Za-z0-9][\w.-]*)?$/;
 
 const slash = (s) => (s.endsWith('/') ? s : `${s}/`);

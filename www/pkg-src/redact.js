@@ -41,7 +41,9 @@ export function redact(text, entities, options = {}) {
 /** Starts the module in this context (once); resolves when `redact()` can run. */
 redact.ready = function ready() {
   if (runtime.live) return Promise.resolve();
-  started ??= runtime.load(null, 1).then(() => undefined, (e) => {
+  // The build an in-page pipeline may want later: the threads build where the page allows it
+  // (it runs on one thread until a pipeline starts helpers).
+  started ??= runtime.load(null, Infinity).then(() => undefined, (e) => {
     started = null;
     throw e;
   });

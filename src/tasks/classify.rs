@@ -1,6 +1,6 @@
 //! Sequence classification (`text-classification` pipeline): single texts and pairs.
 
-use super::{sigmoid, softmax, LabelScore};
+use super::{ranked, sigmoid, softmax, LabelScore};
 use crate::engine::{Engine, Want};
 use crate::error::Result;
 use crate::model::Architecture;
@@ -61,13 +61,7 @@ pub async fn classify(
                 ScoreFn::None => o.logits.clone(),
                 _ => softmax(&o.logits),
             };
-            let labels = engine.config.labels(scores.len());
-            let mut ranked: Vec<LabelScore> = labels
-                .into_iter()
-                .zip(scores)
-                .map(|(label, score)| LabelScore { label, score })
-                .collect();
-            ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+            let mut ranked = ranked(engine.config.labels(scores.len()), scores);
             ranked.truncate(opts.top_k.unwrap_or(usize::MAX));
             ranked
         })

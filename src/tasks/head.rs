@@ -10,7 +10,7 @@
 
 use super::classify::ScoreFn;
 use super::logistic::Fit;
-use super::{sigmoid, softmax, LabelScore};
+use super::{ranked, sigmoid, softmax, LabelScore};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 use safetensors::{Dtype, SafeTensors};
@@ -145,13 +145,7 @@ impl ClassifierHead {
             ScoreFn::None => logits,
             ScoreFn::Auto | ScoreFn::Softmax => softmax(&logits),
         };
-        let mut ranked: Vec<LabelScore> = (self.labels.iter().zip(scores))
-            .map(|(l, score)| LabelScore {
-                label: l.clone(),
-                score,
-            })
-            .collect();
-        ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let mut ranked = ranked(&self.labels, scores);
         ranked.truncate(top_k.unwrap_or(usize::MAX));
         ranked
     }

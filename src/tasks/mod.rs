@@ -23,6 +23,21 @@ pub struct LabelScore {
     pub score: f32,
 }
 
+/// Labels paired with their scores, best first.
+pub(crate) fn ranked<L: ToString>(
+    labels: impl IntoIterator<Item = L>,
+    scores: impl IntoIterator<Item = f32>,
+) -> Vec<LabelScore> {
+    let mut out: Vec<LabelScore> = (labels.into_iter().zip(scores))
+        .map(|(l, score)| LabelScore {
+            label: l.to_string(),
+            score,
+        })
+        .collect();
+    out.sort_by(|a, b| b.score.total_cmp(&a.score));
+    out
+}
+
 pub(crate) fn softmax(x: &[f32]) -> Vec<f32> {
     let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     let e: Vec<f32> = x.iter().map(|v| (v - max).exp()).collect();

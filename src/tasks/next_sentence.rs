@@ -2,7 +2,7 @@
 //! sentence A? A softmax over `cls.seq_relationship`'s two logits, index 0 being `IsNext` as
 //! in Hugging Face's `BertForNextSentencePrediction`.
 
-use super::{softmax, LabelScore};
+use super::{ranked, softmax, LabelScore};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::model::HeadKind;
@@ -23,16 +23,6 @@ pub async fn next_sentence(
     let outs = engine.run(&windows, want, &[]).await?;
     Ok(outs
         .iter()
-        .map(|o| {
-            let mut ranked: Vec<LabelScore> = (LABELS.iter())
-                .zip(softmax(&o.logits))
-                .map(|(l, score)| LabelScore {
-                    label: l.to_string(),
-                    score,
-                })
-                .collect();
-            ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
-            ranked
-        })
+        .map(|o| ranked(LABELS, softmax(&o.logits)))
         .collect())
 }

@@ -10,7 +10,7 @@
 //!   hold. These are relative similarities, not probabilities.
 
 use super::embed::{cosine, embed, EmbedOptions, Pooling};
-use super::{sigmoid, softmax, LabelScore};
+use super::{ranked, sigmoid, softmax, LabelScore};
 use crate::engine::{Engine, Want};
 use crate::error::{Error, Result};
 use crate::model::Architecture;
@@ -103,21 +103,7 @@ pub async fn zero_shot_many(
             out
         }
     };
-    Ok(scores
-        .into_iter()
-        .map(|s| {
-            let mut ranked: Vec<LabelScore> = labels
-                .iter()
-                .zip(s)
-                .map(|(l, score)| LabelScore {
-                    label: l.to_string(),
-                    score,
-                })
-                .collect();
-            ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
-            ranked
-        })
-        .collect())
+    Ok(scores.into_iter().map(|s| ranked(labels, s)).collect())
 }
 
 async fn nli(

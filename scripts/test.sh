@@ -31,4 +31,4 @@ WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh
 node --test tests/browser/node.test.mjs tests/browser/hub.test.mjs
 node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
 node --test tests/browser/train.test.mjs
-node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs
+node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/pretraining_demo.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs

@@ -24,6 +24,7 @@ const DEFAULTS = {
   cls: { task: 'zero-shot-classification', source: 'models/minilm/', name: 'models/minilm, zero-shot by sentence similarity', weights: 'model.safetensors' },
   qa: null,
   sim: { task: 'feature-extraction', source: 'models/minilm/', name: 'models/minilm (all-MiniLM-L6-v2)', weights: 'model.safetensors' },
+  pt: null, // the Similarity tab's "pre-training heads" section: the user's own checkpoint
 };
 const chosen = { ...DEFAULTS };
 const loaded = {};
@@ -116,6 +117,7 @@ function progressRow(want) {
  * or zero-shot by similarity (a sentence encoder).
  */
 async function open(want, opts) {
+  if (want.task === 'pretraining') return { pipe: await pretraining(want.source, opts), mode: 'task' };
   if (want.task !== 'classification') {
     const mode = { 'zero-shot-classification': 'similarity' }[want.task] ?? 'task';
     return { pipe: await pipeline(want.task, want.source, opts), mode };
@@ -132,6 +134,33 @@ async function open(want, opts) {
   }
   zs.dispose();
   throw new Error(`this is a ${zs.info.model_type} model with a ${zs.info.task} head; this tab takes a sequence classifier (*ForSequenceClassification), an NLI model or a sentence encoder`);
+}
+
+/**
+ * Both pre-training pipelines on one checkpoint, each `null` where the model lacks its head
+ * (a masked LM has no NSP head, a BertForNextSentencePrediction no MLM head); fails only when
+ * neither loads, with the scorer's error.
+ */
+async function pretraining(source, opts) {
+  const [scorer, nsp] = await Promise.allSettled([
+    pipeline('text-scoring', source, opts),
+    pipeline('next-sentence-prediction', source, opts),
+  ]);
+  if (scorer.status === 'rejected' && nsp.status === 'rejected') throw scorer.reason;
+  const pipes = {
+    scorer: scorer.value ?? null,
+    nsp: nsp.value ?? null,
+    nspError: nsp.reason?.message,
+    scorerError: scorer.reason?.message,
+  };
+  const main = pipes.scorer ?? pipes.nsp;
+  return Object.assign(pipes, {
+    backend: main.backend, adapter: main.adapter, info: main.info, gpuFailure: main.gpuFailure,
+    dispose() {
+      pipes.scorer?.dispose();
+      pipes.nsp?.dispose();
+    },
+  });
 }
 
 /** Loads the tab's chosen model (once); the returned pipeline is what the tab runs. */
@@ -187,6 +216,11 @@ function sync(tab) {
     $('#qa-run').disabled = !loaded.qa;
     $('#qa-notice').hidden = !!loaded.qa;
   }
+  if (tab === 'pt') {
+    $('#pt-run').disabled = !loaded.pt;
+    $('#pt-nsp-run').disabled = !loaded.pt;
+    $('#pt-notice').hidden = !!loaded.pt;
+  }
   code(tab);
 }
 
@@ -241,7 +275,7 @@ function action(tab, button, fn) {
     } finally {
       if (cancel) cancel.hidden = true;
       $(`#panel-${tab}`).classList.remove('running');
-      b.disabled = tab === 'qa' && !loaded.qa;
+      b.disabled = !DEFAULTS[tab] && !loaded[tab];
       b.removeAttribute('aria-busy');
       const panel = $(`#panel-${tab}`);
       panel.dataset.runs = Number(panel.dataset.runs ?? 0) + 1; // tests wait on this
@@ -260,6 +294,7 @@ const OUTPUTS = {
   cls: ['#cls-out', '#cls-ms'],
   qa: ['#qa-out', '#qa-ms'],
   sim: ['#sim-out', '#sim-ms'],
+  pt: ['#pt-out', '#pt-nsp-out', '#pt-ms'],
 };
 
 // --- "Show code": the exact pipeline(...) call each tab makes ---
@@ -281,6 +316,16 @@ function code(tab) {
   const opts = { device: device(), ...(quantized === 'f32' ? { quantized } : {}) };
   const mode = loaded[tab]?.want === want ? loaded[tab].mode : null;
   const task = want.task === 'classification' ? (mode === 'classifier' ? 'text-classification' : 'zero-shot-classification') : want.task;
+  if (tab === 'pt') {
+    out.textContent = `import { pipeline } from 'webert';\n\n`
+      + `// fluency (a masked-LM head): pseudo-log-likelihoods, each token masked in turn\n`
+      + `const scorer = await pipeline('text-scoring', ${src}, ${js(opts)});\n`
+      + `const scores = await scorer(sentences); // [{ pseudo_log_likelihood, tokens: [{ token, log_prob, start, end }] }]\n\n`
+      + `// next sentence (an NSP head: BertForPreTraining, BertForNextSentencePrediction)\n`
+      + `const nsp = await pipeline('next-sentence-prediction', ${src}, ${js(opts)});\n`
+      + `const labels = await nsp(${js({ text: $('#pt-a').value, text_pair: $('#pt-b').value })}); // [{ label: 'IsNext' | 'NotNext', score }], likelier first`;
+    return;
+  }
   const head = `import { pipeline } from 'webert';\n\nconst pipe = await pipeline('${task}', ${src}, ${js(opts)});\n`;
   const call = {
     ner: () => `const entities = await pipe(text, ${js({ aggregation_strategy: $('#ner-agg').value, ...($('#ner-patterns').checked && { patterns: true }) })});`,
@@ -518,6 +563,39 @@ action('sim', '#sim-run', async (embed) => {
   setLatency('#sim-ms', ranked, embed);
 });
 
+// --- Similarity tab, BERT's pre-training heads: fluency (PLL) and next sentence ---
+action('pt', '#pt-run', async (pt) => {
+  if (!pt.scorer) throw new Error(`Fluency needs a masked-LM head: ${pt.scorerError}`);
+  const texts = $('#pt-sentences').value.split('\n').map((s) => s.trim()).filter(Boolean);
+  if (!texts.length) throw new Error('Enter at least one sentence, one per line.');
+  const scores = await pt.scorer(texts);
+  const ranked = scores.map((s, i) => ({ ...s, i, text: texts[i] })).sort((a, b) => b.pseudo_log_likelihood - a.pseudo_log_likelihood);
+  $('#pt-out').replaceChildren(...ranked.map((r) => {
+    const worst = r.tokens.reduce((w, t, k) => (t.log_prob < r.tokens[w].log_prob ? k : w), 0);
+    const per = r.tokens.length ? r.pseudo_log_likelihood / r.tokens.length : 0;
+    return el('li', { dataset: { index: r.i, pll: r.pseudo_log_likelihood } },
+      el('div', { class: 'pll-head' },
+        el('span', { class: 'label' }, r.text),
+        el('span', { class: 'pll-value', title: 'pseudo-log-likelihood (sum of the tokens\' log-probs); per token in brackets' },
+          `${r.pseudo_log_likelihood.toFixed(2)} (${per.toFixed(2)}/token)`)),
+      el('div', { class: 'tokens' }, ...r.tokens.map((t, k) => el('span', {
+        class: k === worst ? 'token worst' : 'token',
+        title: `${r.text.slice(t.start, t.end)}: log p = ${t.log_prob.toFixed(3)}`,
+        dataset: { token: t.token, logProb: t.log_prob, start: t.start, end: t.end },
+      }, el('span', { class: 'tok' }, t.token), el('span', { class: 'lp' }, t.log_prob.toFixed(2))))));
+  }));
+  $('#pt-nsp-out').replaceChildren();
+  setLatency('#pt-ms', scores, pt.scorer);
+});
+action('pt', '#pt-nsp-run', async (pt) => {
+  if (!pt.nsp) throw new Error(`Next sentence needs an NSP head: ${pt.nspError}`);
+  const labels = await pt.nsp({ text: $('#pt-a').value, text_pair: $('#pt-b').value });
+  renderBars('#pt-nsp-out', labels.map((l) => ({ ...l, dataset: { label: l.label } })));
+  $('#pt-out').replaceChildren();
+  setLatency('#pt-ms', labels, pt.nsp);
+});
+for (const id of ['#pt-a', '#pt-b']) $(id).addEventListener('change', () => code('pt'));
+
 // --- Known-compatible models on the Hugging Face Hub, loaded by id when the page is online ---
 // Chosen by their config (architecture and head fit the tab's task); not run by this repository's
 // tests, which never reach the internet. q8 (`onnx/model_quantized.onnx`) is transformers.js's
@@ -587,7 +665,7 @@ function choose(tab, task, source, name, dtype) {
 }
 
 for (const div of document.querySelectorAll('.loader')) {
-  const tab = div.closest('[role=tabpanel]').id.replace('panel-', '');
+  const tab = div.closest('[data-panel], [role=tabpanel]').id.replace('panel-', '');
   const task = div.dataset.task;
   const url = el('input', { type: 'text', 'aria-label': 'Model folder URL', placeholder: 'Folder URL (https://…/my-model/) or Hub model id (ORG/NAME)', value: div.dataset.default ?? '' });
   const load = el('button', { type: 'button' }, 'Load URL');

@@ -6,6 +6,7 @@ use super::tensor::{self, NBitsZeroPoints};
 use super::{attr_i, attr_usize, input, is_ms, is_std, node_err, output, tensor_err};
 use super::{Importer, OnnxError, Value};
 use crate::model::weights::{ChannelQuant, Quant};
+use std::borrow::Cow;
 
 /// A linear layer found in the graph: `out = x · weightᵀ (+ bias)`.
 pub(super) struct Linear<'a> {
@@ -99,16 +100,24 @@ impl<'a> Importer<'a> {
         Ok(Some((w, bias)))
     }
 
-    /// `com.microsoft.MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?)`.
-    fn matmul_nbits(&self, node: &NodeProto) -> Result<(Value, Option<Value>), OnnxError> {
+    /// The packed constant B of a contrib MatMul (`MatMulNBits`, `MatMulBnb4`) and its `K`, `N`.
+    fn packed_b(&self, node: &NodeProto) -> Result<(Cow<'_, [u8]>, usize, usize), OnnxError> {
         let b_name = input(node, 1);
         let b = self
             .consts
             .get(b_name)
             .ok_or_else(|| node_err(node, "B is not a constant"))?;
         let b = tensor::to_u8(b).map_err(tensor_err(b_name))?;
-        let k = attr_usize(node, "K", None)?;
-        let n = attr_usize(node, "N", None)?;
+        Ok((
+            b,
+            attr_usize(node, "K", None)?,
+            attr_usize(node, "N", None)?,
+        ))
+    }
+
+    /// `com.microsoft.MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?)`.
+    fn matmul_nbits(&self, node: &NodeProto) -> Result<(Value, Option<Value>), OnnxError> {
+        let (b, k, n) = self.packed_b(node)?;
         let bits = attr_usize(node, "bits", Some(4))?;
         let block_size = attr_usize(node, "block_size", None)?;
         let scales = self
@@ -145,21 +154,14 @@ impl<'a> Importer<'a> {
             block_size,
         )
         .map_err(|r| node_err(node, r))?;
-        let mut w = Value::new(b_name, vec![n, k], data);
+        let mut w = Value::new(input(node, 1), vec![n, k], data);
         w.quant = quant.map(Quant::Block);
         Ok((w, self.resolve(input(node, 5), 0)?))
     }
 
     /// `com.microsoft.MatMulBnb4(A, B, absmax)`: FP4 / NF4 codes of Bᵀ in flat blocks.
     fn matmul_bnb4(&self, node: &NodeProto) -> Result<Value, OnnxError> {
-        let b_name = input(node, 1);
-        let b = self
-            .consts
-            .get(b_name)
-            .ok_or_else(|| node_err(node, "B is not a constant"))?;
-        let b = tensor::to_u8(b).map_err(tensor_err(b_name))?;
-        let k = attr_usize(node, "K", None)?;
-        let n = attr_usize(node, "N", None)?;
+        let (b, k, n) = self.packed_b(node)?;
         let block_size = attr_usize(node, "block_size", None)?;
         let quant_type = attr_i(node, "quant_type").unwrap_or(1);
         let absmax = self
@@ -167,7 +169,7 @@ impl<'a> Importer<'a> {
             .ok_or_else(|| node_err(node, "absmax is not a constant"))?;
         let data = tensor::dequantize_bnb4(&b, &absmax.data, n, k, block_size, quant_type)
             .map_err(|r| node_err(node, r))?;
-        Ok(Value::new(b_name, vec![n, k], data))
+        Ok(Value::new(input(node, 1), vec![n, k], data))
     }
 
     /// `MatMulInteger(A, B, a_zp, b_zp)` from dynamic quantization: B's scale is found on the

@@ -152,6 +152,8 @@ pub struct Engine {
     last_backend: Mutex<String>,
     probe: Option<Probe>,
     watch: Mutex<Option<Arc<dyn Watch>>>,
+    #[cfg(any(test, feature = "test-hooks"))]
+    panic_next: std::sync::atomic::AtomicBool,
 }
 
 /// Per window: the hidden states `[len, h]` and the head's logits rows for it, each empty
@@ -215,6 +217,8 @@ impl Engine {
             last_backend: Mutex::new(last),
             probe: None,
             watch: Mutex::new(None),
+            #[cfg(any(test, feature = "test-hooks"))]
+            panic_next: Default::default(),
         };
         if device == Device::Auto && auto.probe {
             engine.probe_backends().await;
@@ -362,6 +366,24 @@ impl Engine {
         }
     }
 
+    /// Makes the GPU device go lost with a submission in flight, after `after` more submissions
+    /// (a forward is one, or one per part of a batch too large to bind): a loss in the middle of
+    /// a call.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn lose_gpu_during_forward_for_test(&self, after: usize) {
+        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            g.exec.destroy_device_during_submission(after);
+        }
+    }
+
+    /// Makes the next forward pass panic, as a bug inside a call would (tests of the recovery
+    /// from a trapped WebAssembly instance).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn panic_in_next_forward_for_test(&self) {
+        self.panic_next
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Per-kernel GPU milliseconds for one forward over `windows` (padded as `run` pads them),
     /// with the task head's as `head` when `want` runs it, when the model runs on a GPU with
     /// timestamp queries.
@@ -422,6 +444,13 @@ impl Engine {
     // also keeps GPU submissions ordered. Its futures are therefore not `Send`.
     #[allow(clippy::await_holding_lock)]
     async fn forward(&self, batch: &Batch, want: Want) -> Result<Output> {
+        #[cfg(any(test, feature = "test-hooks"))]
+        if self
+            .panic_next
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            panic!("a panic inside a forward pass, asked for by a test hook");
+        }
         {
             let mut gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(g) = gpu.as_mut().filter(|g| g.failed.is_none()) {

@@ -553,6 +553,46 @@ fn lost_device_falls_back_to_cpu() {
     assert!(block_on(embed::embed(&g, &["x"], opts)).is_err());
 }
 
+/// A device lost while a batch is on the GPU (destroyed with the submission in flight): under
+/// auto every text of the call is still answered, on the CPU, in order, as the CPU alone answers
+/// it; for a batch of 32 texts (one batch) and for 40 texts with the loss at the second batch.
+#[test]
+fn a_device_lost_in_the_middle_of_a_batch_answers_every_text_on_the_cpu() {
+    // A tiny model: the fallback is what is tested, and a software adapter is slow.
+    let dir = root().join("tests/tiny/distilbert-seqcls");
+    if gpu_engine(&dir).is_none() {
+        return;
+    }
+    let opts = embed::EmbedOptions {
+        normalize: true,
+        ..Default::default()
+    };
+    let cpu = engine(&dir);
+    for (n, after) in [(32, 0), (40, 1)] {
+        let texts: Vec<String> = (0..n)
+            .map(|i| format!("text {i} of {n}: {}", "lost device ".repeat(i % 4)))
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let want = block_on(embed::embed(&cpu, &texts, opts)).unwrap();
+        let e = load(
+            ModelFiles::from_dir(&dir).unwrap(),
+            with_auto(SOFTWARE_UNTIMED),
+        )
+        .unwrap();
+        block_on(embed::embed(&e, &["on the GPU first"], opts)).unwrap();
+        assert!(e.backend().starts_with("gpu"), "{}", e.backend());
+        e.lose_gpu_during_forward_for_test(after);
+        let got = block_on(embed::embed(&e, &texts, opts)).unwrap();
+        assert!(e.backend().starts_with("cpu"), "{}", e.backend());
+        let failure = e.gpu_failure().unwrap_or_default();
+        assert!(failure.contains("lost"), "{failure}");
+        assert_eq!(got.len(), n);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_close(&format!("{n} texts, text {i}"), g, w, 1e-3);
+        }
+    }
+}
+
 /// A sequence longer than the attention shader takes is a shape the GPU cannot run, not a
 /// broken GPU: under auto that one call runs on the CPU and the next short one on the GPU;
 /// an explicit GPU reports it as an unsupported shape.

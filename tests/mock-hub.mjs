@@ -11,7 +11,10 @@
 //
 // Faults (per repo and file, for the next `times` requests, default all): `missing` (404),
 // `error500`, `html` (200 with an HTML page), `truncate` (a full Content-Length, half the body,
-// then the connection closes), `lying-length` (a Content-Length past the body, then it closes).
+// then the connection closes), `lying-length` (a Content-Length past the body, then it closes),
+// `short-length` (a Content-Length of half the file, and that half: a whole-looking response),
+// `stall` (a full Content-Length, half the body, then nothing while the connection stays open),
+// `hang` (no answer at all).
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { join, normalize, resolve, sep } from 'node:path';
@@ -90,14 +93,18 @@ export function serveHub({ repos, port = 0 }) {
       return send(302, `Found. Redirecting to ${to}`, { Location: to });
     }
     const kind = takeFault(r, file);
+    if (kind === 'hang') return; // the connection stays open, unanswered
     if (kind === 'missing') return send(404, 'Entry not found', { 'X-Error-Code': 'EntryNotFound' });
     if (kind === 'error500') return send(500, 'Internal Error');
     if (kind === 'html') return send(200, '<!doctype html><html><body><h1>We are down for maintenance</h1></body></html>', { 'Content-Type': 'text/html; charset=utf-8' });
     const type = file.endsWith('.json') ? 'application/json' : 'application/octet-stream';
     const bytes = await readFile(full);
-    const declared = kind === 'lying-length' ? size + 1000 : size;
+    const half = Math.floor(size / 2);
+    const declared = kind === 'lying-length' ? size + 1000 : kind === 'short-length' ? half : size;
     res.writeHead(200, { ...cors, 'Content-Type': type, 'Content-Length': declared, ETag: `"${size}"` });
     if (req.method === 'HEAD') return res.end();
+    if (kind === 'short-length') return res.end(bytes.subarray(0, half));
+    if (kind === 'stall') return res.write(bytes.subarray(0, half));
     if (kind === 'truncate' || kind === 'lying-length') {
       const part = kind === 'truncate' ? bytes.subarray(0, Math.floor(size / 2)) : bytes;
       res.write(part, () => setTimeout(() => res.destroy(), 20));

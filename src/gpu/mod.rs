@@ -32,6 +32,9 @@ pub struct GpuExecutor {
     weights: Vec<weights::GpuWeight>,
     dummy: wgpu::Buffer,
     buckets: HashMap<Dims, Bucket>,
+    /// Submissions to let through before the device is destroyed with one in flight (tests).
+    #[cfg(any(test, feature = "test-hooks"))]
+    lose_after: std::sync::atomic::AtomicUsize,
 }
 
 impl GpuExecutor {
@@ -63,6 +66,8 @@ impl GpuExecutor {
             weights,
             dummy,
             buckets: HashMap::new(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            lose_after: std::sync::atomic::AtomicUsize::new(usize::MAX),
         })
     }
 
@@ -70,6 +75,27 @@ impl GpuExecutor {
     #[cfg(any(test, feature = "test-hooks"))]
     pub fn destroy_device(&self) {
         self.ctx.device.destroy();
+    }
+
+    /// Destroys the device right after the submission that follows `after` more, while its
+    /// work is in flight: a device lost in the middle of a forward.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn destroy_device_during_submission(&self, after: usize) {
+        self.lose_after
+            .store(after, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn count_submission(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        match self.lose_after.load(Relaxed) {
+            usize::MAX => {}
+            0 => {
+                self.lose_after.store(usize::MAX, Relaxed);
+                self.ctx.device.destroy();
+            }
+            n => self.lose_after.store(n - 1, Relaxed),
+        }
     }
 
     pub fn adapter_name(&self) -> String {
@@ -293,6 +319,8 @@ impl GpuExecutor {
         reads: &[(&wgpu::Buffer, usize)],
     ) -> Result<Vec<Vec<u8>>> {
         self.ctx.queue.submit([enc.finish()]);
+        #[cfg(any(test, feature = "test-hooks"))]
+        self.count_submission();
         let maps: Vec<_> = reads.iter().map(|(b, _)| readback::map_read(b)).collect();
         #[cfg(not(target_arch = "wasm32"))]
         self.ctx

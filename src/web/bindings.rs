@@ -320,6 +320,21 @@ impl WebEngine {
     pub fn debug_lose_device(&self) {
         self.engine.lose_gpu_for_test();
     }
+
+    /// Loses the GPU device with the submission after `after` more in flight (a loss in the
+    /// middle of a call's batch).
+    #[cfg(feature = "test-hooks")]
+    #[wasm_bindgen(js_name = debugLoseDeviceDuringForward)]
+    pub fn debug_lose_device_during_forward(&self, after: usize) {
+        self.engine.lose_gpu_during_forward_for_test(after);
+    }
+
+    /// Makes the next forward pass panic: a trap inside a call.
+    #[cfg(feature = "test-hooks")]
+    #[wasm_bindgen(js_name = debugTrapInNextForward)]
+    pub fn debug_trap_in_next_forward(&self) {
+        self.engine.panic_in_next_forward_for_test();
+    }
 }
 
 /// Panics on purpose, so tests can check that a trapped instance is replaced. Never called
@@ -328,6 +343,13 @@ impl WebEngine {
 #[wasm_bindgen(js_name = debugTrap)]
 pub fn debug_trap() {
     panic!("debugTrap called");
+}
+
+/// Bytes of this instance's linear memory (tests and the soak script watch it).
+#[cfg(feature = "test-hooks")]
+#[wasm_bindgen(js_name = debugMemoryBytes)]
+pub fn debug_memory_bytes() -> f64 {
+    (core::arch::wasm32::memory_size(0) * 65536) as f64
 }
 
 /// As [`debug_trap`], inside a future (how a WebGPU call would trap).

@@ -2,7 +2,9 @@
 // Cache API), from File/Blob objects (folder picker, drag and drop), from ArrayBuffers, or from a
 // directory path in Node. Only the files the engine reads are fetched.
 
-const CACHE_NAME = 'webert-models-v1';
+import { CACHE_NAME, openModelCache } from './cache.js';
+import { watchdog } from './watchdog.js';
+
 const MANIFEST = '.webert-files.json';
 // Which files to read comes from the engine (`modelFiles()` of the wasm glue), as a layout
 // `{ required, text, weights }`: the files a folder must have, the text files read when
@@ -54,6 +56,12 @@ class Progress {
       t += f.total;
     }
     this.report({ stage: 'download', file, bytes: b, total: t, cached });
+  }
+  /** A warning that does not stop the load (the Cache API refused a file), also on the console. */
+  warn(message) {
+    console.warn(message);
+    const last = [...this.files.values()].reduce((s, f) => ({ bytes: s.bytes + f.bytes, total: s.total + f.total }), { bytes: 0, total: 0 });
+    this.report({ stage: 'warning', message, ...last });
   }
 }
 
@@ -140,15 +148,6 @@ async function fromNodeDir(dir, opts, progress, layout) {
   return { origin: root, files };
 }
 
-async function openCache(opts) {
-  if (opts.cache === false || typeof caches === 'undefined') return null;
-  try {
-    return await caches.open(CACHE_NAME);
-  } catch {
-    return null; // e.g. an opaque origin: work without a cache
-  }
-}
-
 const HUB = /^(www\.)?(huggingface\.co|hf\.co)(\/|$)/i;
 
 /** A Hugging Face address typed without its scheme is absolute, not a path under the page. */
@@ -189,17 +188,22 @@ function failure(message, { retry = false, notFound = false } = {}) {
  * GET with a clear error; `null` for 404 (and the Hub's 401 for unknown repositories) when the
  * file is optional. `label` names a model id in errors.
  */
-async function get(url, signal, optional, label) {
+async function get(url, signal, optional, label, timeout) {
+  // `res.dog` watches the body too (readBody); a server that stops sending ends the request.
+  const dog = watchdog(signal, timeout);
   let res;
   try {
-    res = await fetch(url, { signal });
+    res = await fetch(url, { signal: dog.signal });
   } catch (e) {
+    dog.stop();
     if (signal?.aborted) throw signal.reason;
+    if (dog.timedOut) throw failure(`no answer from ${url}: ${dog.signal.reason.message} (downloadTimeout)`, { retry: true });
     throw new Error(`network error fetching ${url}: ${e.message}${fetchHint(url)}`);
   }
   const missing = res.status === 404 || (label && res.status === 401);
+  if (res.ok) return Object.assign(res, { dog });
+  dog.stop();
   if (missing && optional) return null;
-  if (res.ok) return res;
   const name = url.split('/').at(-1);
   if (label && missing) {
     throw failure(`${label}: ${name} not found (HTTP ${res.status} for ${url}; a private or gated model needs a token, which webert does not send)`, { notFound: true });
@@ -235,21 +239,26 @@ function checkJson(name, bytes, res, where) {
 
 async function readBody(res, url, name, progress, signal) {
   const total = Number(res.headers.get('content-length')) || 0;
-  if (!res.body) return new Uint8Array(await res.arrayBuffer());
+  if (!res.body) return new Uint8Array(await res.arrayBuffer().finally(() => res.dog?.stop()));
   const reader = res.body.getReader();
   const chunks = [];
   let loaded = 0;
+  const { dog } = res;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      dog?.kick();
       chunks.push(value);
       loaded += value.byteLength;
       progress.update(name, loaded, total);
     }
   } catch (e) {
     if (signal?.aborted) throw signal.reason;
-    throw failure(`network error reading ${url} after ${loaded}${total ? ` of ${total}` : ''} bytes: ${e.cause?.message ?? e.message}`, { retry: true });
+    const why = dog?.timedOut ? `${dog.signal.reason.message} (downloadTimeout)` : e.cause?.message ?? e.message;
+    throw failure(`network error reading ${url} after ${loaded}${total ? ` of ${total}` : ''} bytes: ${why}`, { retry: true });
+  } finally {
+    dog?.stop();
   }
   const out = new Uint8Array(loaded);
   let at = 0;
@@ -263,27 +272,25 @@ async function readBody(res, url, name, progress, signal) {
 async function fromUrl(base, opts, progress, layout, label) {
   const root = folderUrl(base);
   const signal = opts.signal;
-  const cache = await openCache(opts);
+  const cache = await openModelCache(opts, (m) => progress.warn(m));
   const files = new Map();
-  const kept = [];
 
-  // One file: from the cache when its hash (if given) still matches, else from the network.
+  // One file: from the cache when whole and its hash (if given) still matches, else from the network.
   const load = async (name, optional) => {
     const url = new URL(name, root).href;
-    const hit = cache && (await cache.match(url));
+    const hit = cache && (await cache.read(url));
     if (hit) {
-      const bytes = new Uint8Array(await hit.arrayBuffer());
       try {
-        await checkHash(name, bytes, opts.sha256, url);
-        progress.update(name, bytes.byteLength, bytes.byteLength, true);
-        files.set(name, bytes);
+        await checkHash(name, hit, opts.sha256, url);
+        progress.update(name, hit.byteLength, hit.byteLength, true);
+        files.set(name, hit);
         return true;
       } catch {
         await cache.delete(url);
       }
     }
     const bytes = await retrying(async () => {
-      const res = await get(url, signal, optional, label);
+      const res = await get(url, signal, optional, label, opts.downloadTimeout);
       if (!res) return null;
       const body = await readBody(res, url, name, progress, signal);
       checkJson(name, body, res, label ?? url);
@@ -291,19 +298,15 @@ async function fromUrl(base, opts, progress, layout, label) {
     }, signal);
     if (!bytes) return false;
     await checkHash(name, bytes, opts.sha256, url);
-    if (cache) {
-      await cache.put(url, new Response(bytes, { headers: { 'content-type': 'application/octet-stream' } }));
-      kept.push(url);
-    }
+    await cache?.write(url, bytes);
     files.set(name, bytes);
     return true;
   };
 
   const manifestUrl = new URL(MANIFEST, root).href;
-  const manifest = cache && (await cache.match(manifestUrl));
   const key = opts.weights ?? (opts.dtype ? `dtype:${opts.dtype}` : '');
-  const known = manifest ? (await manifest.json())[key] : undefined;
-  if (known) {
+  const known = cache && (await cache.manifest(manifestUrl))[key];
+  if (Array.isArray(known) && known.every((n) => typeof n === 'string')) {
     await Promise.all(known.map((n) => load(n, false)));
   } else {
     // config.json first: its absence says best that this is no model folder.
@@ -312,25 +315,15 @@ async function fromUrl(base, opts, progress, layout, label) {
     const optional = layout.text.filter((n) => !layout.required.includes(n));
     await Promise.all([...required.map((n) => load(n, false)), ...optional.map((n) => load(n, true))]);
     await findWeights(opts, load, root, layout, label);
-    if (cache) {
-      const all = manifest ? await cache.match(manifestUrl).then((r) => r.json()) : {};
-      all[key] = [...files.keys()];
-      await cache.put(manifestUrl, new Response(JSON.stringify(all), { headers: { 'content-type': 'application/json' } }));
-    }
+    await cache?.setManifest(manifestUrl, key, [...files.keys()]);
   }
   const order = [...files.keys()].sort();
-  // Files that made no model (the engine refused them) leave the cache again.
-  const forget = async () => {
-    if (!cache) return;
-    for (const url of kept) await cache.delete(url);
-    const all = await cache.match(manifestUrl).then((r) => r?.json());
-    if (all?.[key]) {
-      delete all[key];
-      await cache.put(manifestUrl, new Response(JSON.stringify(all), { headers: { 'content-type': 'application/json' } }));
-    }
-  };
+  // Files that made no model (the engine refused them), cached before or now, leave the cache.
+  const forget = async () => cache?.forget(manifestUrl, key);
   const origin = label ?? root.href.replace(/\/$/, '');
-  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget };
+  // `cacheError`: why caching stopped; `stored`: every file is in the cache (for a reload).
+  const stored = !!cache && !cache.error;
+  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget, cacheError: cache?.error ?? null, stored };
 }
 
 /**
@@ -348,9 +341,12 @@ async function findWeights(opts, load, root, layout, label) {
   for (const name of candidates) {
     signal?.throwIfAborted();
     if (name === 'onnx/model.onnx') {
-      const index = await get(new URL('model.safetensors.index.json', root).href, signal, true, label);
+      const indexUrl = new URL('model.safetensors.index.json', root).href;
+      const index = await get(indexUrl, signal, true, label, opts.downloadTimeout);
       if (index) {
-        const shards = [...new Set(Object.values((await index.json()).weight_map ?? {}))].sort();
+        const body = await readBody(index, indexUrl, 'model.safetensors.index.json', { update() {} }, signal);
+        checkJson('model.safetensors.index.json', body, index, label ?? indexUrl);
+        const shards = [...new Set(Object.values(JSON.parse(new TextDecoder().decode(body)).weight_map ?? {}))].sort();
         await Promise.all(shards.map((s) => load(s, false)));
         return;
       }
@@ -361,7 +357,8 @@ async function findWeights(opts, load, root, layout, label) {
   if (!dtype) throw new Error(`${where}: no weights found (tried model.safetensors, model.safetensors.index.json and onnx/model*.onnx)`);
   // Say which weights there are (HEAD requests), in the engine's words.
   const present = await Promise.all(layout.weights.map(async (name) => {
-    const res = await fetch(new URL(name, root).href, { method: 'HEAD', signal }).catch(() => null);
+    const dog = watchdog(signal, opts.downloadTimeout);
+    const res = await fetch(new URL(name, root).href, { method: 'HEAD', signal: dog.signal }).catch(() => null).finally(dog.stop);
     return res?.ok ? name : null;
   }));
   layout.pick(where, [...layout.required, ...present.filter(Boolean)], dtype);

@@ -23,6 +23,16 @@ export function runHook(model, name, arg) {
       case 'lose-device':
         need(runtime.glue.WebEngine.prototype, 'debugLoseDevice');
         return model.engine?.debugLoseDevice();
+      case 'lose-device-during-call':
+        need(runtime.glue.WebEngine.prototype, 'debugLoseDeviceDuringForward');
+        return model.engine?.debugLoseDeviceDuringForward(Number(arg ?? 0));
+      case 'trap-in-call':
+        need(runtime.glue.WebEngine.prototype, 'debugTrapInNextForward');
+        if (!model.live) await model.load();
+        return model.engine.debugTrapInNextForward();
+      case 'memory':
+        need(runtime.glue, 'debugMemoryBytes');
+        return runtime.glue.debugMemoryBytes();
       case 'threads':
         return runtime.glue.setThreads(Number(arg));
       default:

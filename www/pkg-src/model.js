@@ -2,7 +2,7 @@
 // WebGPU or the CPU, runs its calls one at a time in order, and loads it again after a trap
 // restarted the WebAssembly instance.
 
-import { gatherFiles } from './files.js';
+import { gatherFiles, isNode } from './files.js';
 import { defaultThreads, runtime, webgpuAdapter } from './runtime.js';
 import { IdleWarmUp, warmHelpers } from './warmup.js';
 
@@ -27,12 +27,15 @@ export class Model {
     const { glue } = runtime;
     const layout = JSON.parse(glue.modelFiles());
     layout.pick = (origin, names, dtype) => JSON.parse(glue.pickModelFiles(origin, JSON.stringify(names), dtype ?? undefined));
-    const { origin, files, forget } = await gatherFiles(this.source, this.options, report, layout);
+    const { origin, files, forget, cacheError, stored } = await gatherFiles(this.source, this.options, report, layout);
     this.options.signal?.throwIfAborted();
-    if (typeof this.source !== 'string' && !(this.source instanceof URL)) {
+    // A browser's download that is not all in the Cache API (caching off or refused) is kept too.
+    const refetch = stored === false && !isNode;
+    if ((typeof this.source !== 'string' && !(this.source instanceof URL)) || refetch) {
       // Keep re-readable files for a reload after a trap: the given Files/Blobs, else copies as
       // Blobs (which may live outside the JS heap) so that the caller's buffers can be freed.
       this.source = Object.fromEntries(files.map((f) => [f.name, f.blob ?? new Blob([f.bytes])]));
+      this.options = { ...this.options, hub: undefined, weights: undefined, dtype: undefined };
     }
     const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
     report?.({ stage: 'compile', bytes: total, total });
@@ -53,6 +56,7 @@ export class Model {
       throw this.recover(e);
     }
     this.info = JSON.parse(this.engine.info());
+    if (cacheError) this.info.cacheError = cacheError;
     for (const head of this.heads) this.engine.addHead(head);
     this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
     if (this.info.threads > 1 && !runtime.helpers.warm) {

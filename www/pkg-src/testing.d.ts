@@ -11,6 +11,15 @@ export interface TestHooks {
   trapAsync(): Promise<void>;
   /** Destroys the WebGPU device as a lost device would be, to test the fallback to the CPU. */
   loseDevice(): Promise<void>;
+  /**
+   * Destroys the WebGPU device right after the submission that follows `after` more (default
+   * 0: the next call's first batch), with that batch in flight: a loss in the middle of a call.
+   */
+  loseDeviceDuringCall(after?: number): Promise<void>;
+  /** Makes the next call's forward pass panic: a trap inside a call, which fails that call only. */
+  trapInNextCall(): Promise<void>;
+  /** Bytes of the model's WebAssembly memory now. */
+  wasmMemory(): Promise<number>;
   /** Sets the thread count of the model's WebAssembly instance; resolves to the count in force. */
   threads(n: number): Promise<number>;
   /**

@@ -16,6 +16,9 @@ export function testHooks(pipe) {
     trap: () => hook('trap', undefined, () => laneRequest('hook', 'trap')),
     trapAsync: () => hook('trap-async'),
     loseDevice: () => hook('lose-device'),
+    loseDeviceDuringCall: (after = 0) => hook('lose-device-during-call', after),
+    trapInNextCall: () => hook('trap-in-call'),
+    wasmMemory: () => hook('memory'),
     threads: (n) => hook('threads', n),
     laneStats: () => (host.laneStats ? { ...host.laneStats } : null),
   };

@@ -17,7 +17,9 @@ export interface LoadProgress {
    * `compile`: starting the WebAssembly module, then building the model; `upload`: setting up
    * WebGPU and its weights, and under `device: 'auto'` timing WebGPU against the CPU.
    */
-  stage: 'download' | 'compile' | 'upload' | 'ready';
+  stage: 'download' | 'compile' | 'upload' | 'ready' | 'warning';
+  /** `warning`: what went wrong without stopping the load (the Cache API refused a file: quota exceeded). */
+  message?: string;
   /** The file being read, when there is one. */
   file?: string;
   /** Bytes read so far over all files, and their total as far as known. */
@@ -79,8 +81,14 @@ export interface PipelineOptions {
   revision?: string;
   /** Weight file to use instead of the preferred one, e.g. `'onnx/model_q4.onnx'`. */
   weights?: string;
-  /** Keep downloaded files in the Cache API and read them from there (default true). */
+  /**
+   * Keep downloaded files in the Cache API and read them from there (default true). An entry that
+   * is not whole (cut off) is fetched again; when the browser refuses to store a file (quota
+   * exceeded) the model loads uncached, with a `warning` progress event and `ModelInfo.cacheError`.
+   */
   cache?: boolean;
+  /** Milliseconds without a byte after which a download request is given up and tried again (default 30000; 0: none). */
+  downloadTimeout?: number;
   /**
    * `text-classification` only: classify with a head taught by `train()` (its `exportHead()`
    * bytes, or a URL of them; a path in Node) on this model's sentence embeddings, instead of the
@@ -115,6 +123,8 @@ export interface ModelInfo {
   int_kernel: string | null;
   /** Under `device: 'auto'` with a WebGPU adapter: milliseconds of one forward of `tokens` tokens on each; the faster was kept. */
   probe: { adapter: string; tokens: number; gpu_ms: number; cpu_ms: number } | null;
+  /** Why the Cache API did not keep this model's files (e.g. `QuotaExceededError: …`); absent when it did or was not used. */
+  cacheError?: string;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
   adapter?: string | null;
   model_type: 'bert' | 'distilbert' | 'roberta' | 'xlm-roberta' | 'electra';

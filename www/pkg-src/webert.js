@@ -154,7 +154,12 @@ async function build(kind, entry, info, device, headBytes = null) {
       throw e;
     }
   }
+  let disposed = false;
+  const alive = () => {
+    if (disposed) throw new Error(`this ${kind} pipeline was disposed; create a new one with pipeline()`);
+  };
   const call = (wasmTask) => async ({ signal, onProgress, ...request }, single) => {
+    alive();
     signal?.throwIfAborted();
     const t0 = performance.now();
     // A watched call reports its windows and stops between them when `signal` aborts.
@@ -180,7 +185,6 @@ async function build(kind, entry, info, device, headBytes = null) {
     };
   }
   if (kind === 'fill-mask') fn.score = RUNNERS['text-scoring'](call('text-scoring'));
-  let disposed = false;
   Object.defineProperties(fn, {
     backend: { get: () => state.backend, enumerable: true },
     gpuFailure: { get: () => state.gpu_failure ?? null, enumerable: true },
@@ -196,6 +200,9 @@ async function build(kind, entry, info, device, headBytes = null) {
       if (!disposed) release(entry);
       disposed = true;
     },
-    profile: async (t) => host.send({ op: 'profile', text: text(t) }),
+    profile: async (t) => {
+      alive();
+      return host.send({ op: 'profile', text: text(t) });
+    },
   });
 }

@@ -1,0 +1,242 @@
+// Hostile model sources in Node, for folder URLs and model ids alike, against a fault-injecting
+// server the test starts (tests/mock-hub.mjs): a server that stalls or never answers (the
+// download timeout ends it), lies about Content-Length either way, serves HTML for the weights,
+// 404s one file; a wrong sha256; and, through an in-memory stand-in for the Cache API (Node has
+// none), cache entries cut short, written by someone else, a manifest that does not parse, a
+// cached file the engine refuses, and a cache over its quota. Each ends in a clear error or a
+// recovered load, within seconds, and leaves nothing bad in the cache.
+//   node --test tests/browser/sources.test.mjs      (after scripts/build_web.sh)
+import { test, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PKG, ROOT } from './golden.mjs';
+import { serveHub } from '../mock-hub.mjs';
+
+/** The Cache API as a browser has it, in memory, with a quota in bytes. */
+class MemoryCache {
+  constructor() {
+    this.entries = new Map();
+    this.quota = Infinity;
+  }
+  static key(r) {
+    return typeof r === 'string' ? r : r.url;
+  }
+  async match(r) {
+    const e = this.entries.get(MemoryCache.key(r));
+    return e && new Response(e.body.slice(), { headers: e.headers });
+  }
+  async put(r, res) {
+    const body = new Uint8Array(await res.arrayBuffer());
+    const used = [...this.entries.values()].reduce((s, e) => s + e.body.byteLength, 0);
+    if (used + body.byteLength > this.quota) throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+    this.entries.set(MemoryCache.key(r), { body, headers: [...res.headers] });
+  }
+  async delete(r) {
+    return this.entries.delete(MemoryCache.key(r));
+  }
+  async keys() {
+    return [...this.entries.keys()].map((url) => ({ url }));
+  }
+}
+const store = new MemoryCache();
+globalThis.caches = { open: async () => store, delete: async () => store.entries.clear() };
+
+const { pipeline, env } = await import(join(PKG, 'webert.js'));
+const TINY = join(ROOT, 'tests/tiny/distilbert-seqcls');
+const TEXT = 'the cat sat on the mat';
+const T = { timeout: 60_000 };
+const REPOS = ['t/ok', 't/stall', 't/hang', 't/short', 't/html-weights', 't/no-tokenizer', 't/cache'];
+let hub;
+let want;
+
+before(async () => {
+  hub = await serveHub({ repos: Object.fromEntries(REPOS.map((id) => [id, { dir: TINY }])) });
+  env.remoteHost = hub.url;
+  const local = await pipeline('text-classification', TINY, { cache: false });
+  want = await local(TEXT, { top_k: null });
+  local.dispose();
+});
+after(() => hub.close());
+beforeEach(() => {
+  store.entries.clear();
+  store.quota = Infinity;
+  for (const id of REPOS) for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) hub.fault(id, f, null);
+});
+
+const folder = (id) => `${hub.url}/${id}/resolve/main/`;
+const gets = (id, file) => hub.requests(id, file).filter((r) => r.method === 'GET' && !r.path.startsWith('/cdn/')).length;
+const cachedUrls = (id) => [...store.entries.keys()].filter((u) => u.includes(`/${id}/`));
+
+/** Loads `source` and classifies TEXT: `{ out, info, events }`, or `{ error, ms }`. */
+async function load(source, options = {}) {
+  const events = [];
+  const t0 = performance.now();
+  try {
+    const clf = await pipeline('text-classification', source, { onProgress: (e) => events.push(e), ...options });
+    const out = await clf(TEXT, { top_k: null });
+    const { info } = clf;
+    clf.dispose();
+    return { out, info, events };
+  } catch (e) {
+    return { error: e.message, ms: performance.now() - t0 };
+  }
+}
+
+/** Both kinds of source for a repo of the mock: its folder URL, and its id. */
+const SOURCES = [['folder URL', folder], ['model id', (id) => id]];
+
+test('a server that stalls mid-file, or never answers, ends in a clear error after the download timeout, then loads', T, async () => {
+  for (const [kind, src] of SOURCES) {
+    hub.fault('t/stall', 'model.safetensors', 'stall');
+    const stalled = await load(src('t/stall'), { downloadTimeout: 300 });
+    assert.match(stalled.error ?? '', /network error reading http:\S+\/t\/stall\/resolve\/main\/model\.safetensors after \d+ of \d+ bytes: no data for 0\.3 s \(downloadTimeout\)/, kind);
+    assert.ok(stalled.ms < 10_000, `${kind}: ${stalled.ms} ms`);
+    hub.fault('t/stall', 'model.safetensors', 'hang');
+    const hung = await load(src('t/stall'), { downloadTimeout: 300 });
+    assert.match(hung.error ?? '', /no answer from http:\S+\/t\/stall\/resolve\/main\/model\.safetensors: no data for 0\.3 s \(downloadTimeout\)/, kind);
+    assert.deepEqual(cachedUrls('t/stall').filter((u) => u.endsWith('model.safetensors')), [], kind);
+    // A stall once is tried again: the load recovers.
+    hub.fault('t/stall', 'model.safetensors', 'stall', 1);
+    const recovered = await load(src('t/stall'), { downloadTimeout: 300 });
+    assert.equal(recovered.error, undefined, `${kind}: ${recovered.error}`);
+    assert.deepEqual(recovered.out, want);
+    store.entries.clear();
+  }
+  // A config that never comes back, too (the first file read).
+  hub.fault('t/hang', 'config.json', 'hang');
+  const hung = await load('t/hang', { downloadTimeout: 200 });
+  assert.match(hung.error ?? '', /no answer from http:\S+\/t\/hang\/resolve\/main\/config\.json/);
+});
+
+test('a Content-Length shorter than the file (a body that looks whole) is refused by the engine and not kept', T, async () => {
+  for (const [kind, src] of SOURCES) {
+    hub.fault('t/short', 'model.safetensors', 'short-length');
+    const r = await load(src('t/short'));
+    assert.ok(r.error, kind);
+    assert.match(r.error, /safetensors|model\.safetensors/, kind);
+    assert.deepEqual(cachedUrls('t/short').filter((u) => !u.endsWith('.webert-files.json')), [], `${kind}: nothing of the load stays cached`);
+    hub.fault('t/short', 'model.safetensors', null);
+    const ok = await load(src('t/short'));
+    assert.equal(ok.error, undefined, ok.error);
+    assert.deepEqual(ok.out, want);
+    store.entries.clear();
+  }
+  // A Content-Length past the body: a clear network error (three attempts).
+  hub.fault('t/short', 'model.safetensors', 'lying-length');
+  const lying = await load(folder('t/short'));
+  assert.match(lying.error ?? '', /network error reading http:\S+model\.safetensors after \d+ of \d+ bytes/);
+});
+
+test('HTML for the weights or for a JSON file, and a 404 for one file: clear errors, nothing cached', T, async () => {
+  for (const [kind, src] of SOURCES) {
+    hub.fault('t/html-weights', 'model.safetensors', 'html');
+    const weights = await load(src('t/html-weights'));
+    assert.ok(weights.error, kind);
+    assert.deepEqual(cachedUrls('t/html-weights').filter((u) => !u.endsWith('.webert-files.json')), [], `${kind}: the HTML page is not kept`);
+    hub.fault('t/html-weights', 'model.safetensors', null);
+    hub.fault('t/html-weights', 'tokenizer.json', 'html');
+    const json = await load(src('t/html-weights'));
+    assert.match(json.error ?? '', /tokenizer\.json is not JSON .*content-type text\/html/, kind);
+    assert.ok(!cachedUrls('t/html-weights').some((u) => u.endsWith('tokenizer.json')), kind);
+    hub.fault('t/html-weights', 'tokenizer.json', null);
+    hub.fault('t/no-tokenizer', 'tokenizer.json', 'missing');
+    const missing = await load(src('t/no-tokenizer'));
+    assert.match(missing.error ?? '', /tokenizer\.json/, kind);
+    assert.match(missing.error ?? '', kind === 'model id' ? /not found \(HTTP 404/ : /HTTP 404 \(not found; is this a Hugging Face model folder\?\)/, kind);
+    hub.fault('t/no-tokenizer', 'tokenizer.json', null);
+    const ok = await load(src('t/no-tokenizer'));
+    assert.deepEqual(ok.out, want, `${kind}: ${ok.error}`);
+    store.entries.clear();
+  }
+});
+
+test('a wrong sha256 is an error and nothing of that file is cached; a cached file failing a new sha256 is fetched again', T, async () => {
+  const sum = createHash('sha256').update(readFileSync(join(TINY, 'model.safetensors'))).digest('hex');
+  const bad = await load('t/ok', { sha256: { 'model.safetensors': 'ab'.repeat(32) } });
+  assert.match(bad.error ?? '', /model\.safetensors: sha256 mismatch \(expected abab.*, got /);
+  assert.ok(!cachedUrls('t/ok').some((u) => u.endsWith('model.safetensors')));
+  const good = await load('t/ok', { sha256: { 'model.safetensors': sum } });
+  assert.deepEqual(good.out, want);
+  assert.ok(cachedUrls('t/ok').some((u) => u.endsWith('model.safetensors')));
+  // The cached copy fails the next (wrong) hash: it is fetched again, fails again, and is not kept.
+  const n = gets('t/ok', 'model.safetensors');
+  const again = await load('t/ok', { sha256: { 'model.safetensors': 'cd'.repeat(32) } });
+  assert.match(again.error ?? '', /sha256 mismatch/);
+  assert.equal(gets('t/ok', 'model.safetensors'), n + 1);
+  assert.ok(!cachedUrls('t/ok').some((u) => u.endsWith('model.safetensors')));
+});
+
+test('the cache: an entry cut short, one without our length, a broken manifest, a refused file are all fetched again', T, async () => {
+  const id = 't/cache';
+  const url = (f) => `${folder(id)}${f}`;
+  const first = await load(id);
+  assert.deepEqual(first.out, want);
+  assert.equal(first.info.cacheError, undefined);
+  const whole = store.entries.get(url('model.safetensors'));
+  assert.ok(whole, 'the weights are cached');
+  const loadAgain = async (what) => {
+    const n = gets(id, 'model.safetensors');
+    const r = await load(id);
+    assert.equal(r.error, undefined, `${what}: ${r.error}`);
+    assert.deepEqual(r.out, want, what);
+    assert.deepEqual(store.entries.get(url('model.safetensors')).body, whole.body, `${what}: the entry is whole again`);
+    return gets(id, 'model.safetensors') - n;
+  };
+  assert.equal(await loadAgain('from the cache'), 0, 'a whole cache answers alone');
+
+  // Cut short (a write interrupted by a closed tab), keeping its headers.
+  store.entries.set(url('model.safetensors'), { ...whole, body: whole.body.slice(0, 1000) });
+  assert.equal(await loadAgain('truncated entry'), 1);
+  // An entry without our length header (written by another version or another library).
+  store.entries.set(url('model.safetensors'), { body: whole.body.slice(), headers: [['content-type', 'application/octet-stream']] });
+  assert.equal(await loadAgain('foreign entry'), 1);
+  // A cached JSON file cut short, with a length that matches what is left: it does not parse.
+  const cfg = store.entries.get(url('config.json'));
+  const cut = cfg.body.slice(0, 10);
+  store.entries.set(url('config.json'), { body: cut, headers: [['x-webert-length', String(cut.byteLength)]] });
+  const n = gets(id, 'config.json');
+  assert.deepEqual((await load(id)).out, want, 'cut config.json');
+  assert.equal(gets(id, 'config.json'), n + 1);
+  // A manifest that does not parse.
+  store.entries.set(url('.webert-files.json'), { body: new TextEncoder().encode('{"":["config.js'), headers: [] });
+  assert.deepEqual((await load(id)).out, want, 'broken manifest');
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(store.entries.get(url('.webert-files.json')).body))[''].sort(), ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+
+  // A cached file whose length is right but which the engine refuses (poisoned): the failed load
+  // drops every file it used, so the next load fetches them and works.
+  const junk = new Uint8Array(whole.body.byteLength).fill(7);
+  store.entries.set(url('model.safetensors'), { body: junk, headers: whole.headers });
+  const poisoned = await load(id);
+  assert.ok(poisoned.error, 'the engine refuses the junk weights');
+  assert.deepEqual(cachedUrls(id).filter((u) => !u.endsWith('.webert-files.json')), [], 'the load dropped what it read');
+  assert.equal(await loadAgain('after a poisoned entry'), 1);
+});
+
+test('a cache over its quota: the model loads uncached, says so (progress warning, info.cacheError), keeps no partial entry', T, async () => {
+  store.quota = 20_000; // the JSON files fit, the weights (119 kB) do not
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (m) => warned.push(String(m));
+  let r;
+  try {
+    r = await load('t/ok');
+  } finally {
+    console.warn = warn;
+  }
+  assert.equal(r.error, undefined, r.error);
+  assert.deepEqual(r.out, want);
+  assert.match(r.info.cacheError ?? '', /^QuotaExceededError: /);
+  const warning = r.events.find((e) => e.stage === 'warning');
+  assert.ok(warning, `no warning event in ${JSON.stringify(r.events.map((e) => e.stage))}`);
+  assert.match(warning.message, /the Cache API refused to store http:\S+model\.safetensors \(QuotaExceededError: .*\); this model is used without caching/);
+  assert.equal(warned.length, 1, warned.join('\n'));
+  assert.ok(!cachedUrls('t/ok').some((u) => u.endsWith('model.safetensors')), 'no partial weights entry');
+  assert.ok(r.events.some((e) => e.stage === 'ready'));
+  // With room again, the next load caches it.
+  store.quota = Infinity;
+  const next = await load('t/ok');
+  assert.equal(next.info.cacheError, undefined);
+  assert.ok(cachedUrls('t/ok').some((u) => u.endsWith('model.safetensors')));
+});

@@ -27,7 +27,7 @@ let page;
 let blank;
 
 before(async () => {
-  hub = await serveHub({ repos: Object.fromEntries(['t/cache', 't/quota', 't/stall', 't/html'].map((id) => [id, { dir: TINY }])) });
+  hub = await serveHub({ repos: Object.fromEntries(['t/cache', 't/quota', 't/stall', 't/html', 't/retained'].map((id) => [id, { dir: TINY }])) });
   blank = mkdtempSync(join(tmpdir(), 'webert-faults-page-'));
   writeFileSync(join(blank, 'index.html'), '<!doctype html><meta charset="utf-8"><title>webert faults</title>');
   server = await serve({ mounts: { '/': blank, '/pkg/': join(ROOT, 'www/pkg'), '/models/': MODELS, '/tiny/': join(ROOT, 'tests/tiny') } });
@@ -148,6 +148,29 @@ test('servers that stall, never answer, or send HTML for the weights: clear erro
   assert.deepEqual(await cached('t/html'), {});
   hub.fault('t/html', 'model.safetensors', null);
   assert.equal((await load('t/html')).error, undefined);
+});
+
+test('after a trap, a model the cache does not hold reloads from the bytes its worker kept, not from the network', T, async () => {
+  const first = await page.evaluate(async ({ host, text }) => {
+    const { pipeline, env } = await import('/pkg/webert.js');
+    const { testHooks } = await import('/pkg/testing.js');
+    env.remoteHost = host;
+    self.uncached = await pipeline('text-classification', 't/retained', { device: 'cpu', cache: false });
+    const out = await self.uncached(text, { top_k: null });
+    await testHooks(self.uncached).trapInNextCall();
+    const trap = await self.uncached(text).then(() => null, (e) => e.message);
+    return { out, trap };
+  }, { host: hub.url, text: TEXT });
+  assert.match(first.trap ?? '', /instance was restarted/);
+  const n = hub.log.length;
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) hub.fault('t/retained', f, 'missing');
+  const again = await page.evaluate(async (text) => {
+    const out = await self.uncached(text, { top_k: null });
+    self.uncached.dispose();
+    return out;
+  }, TEXT);
+  assert.deepEqual(again, first.out);
+  assert.equal(hub.log.length, n, 'the reload asked the server nothing');
 });
 
 test('a device lost while a batch of 32 texts is on the GPU: every text answered, on the CPU, in order', T, async () => {

@@ -18,6 +18,9 @@ test('500 calls across three pipelines in workers: memory flat after the warm-up
   const [warm, ...later] = rows;
   const last = rows.at(-1);
   assert.ok(last.aborted >= 2, `aborted loads: ${last.aborted}`);
+  // The measurements themselves worked (a worker CDP could not reach would read 0).
+  assert.equal(warm.workerHeaps.length, 3, 'one heap per pipeline worker');
+  assert.ok(rows.every((r) => r.pageHeap > 0 && r.workerHeaps.every((h) => h > 0) && r.rss > 0), 'every figure was measured');
   for (const r of later) {
     assert.deepEqual(r.wasm, warm.wasm, `wasm memory at ${r.calls} calls`);
     assert.equal(r.workerHeaps.length, warm.workerHeaps.length, `workers at ${r.calls} calls (aborted loads leave none behind)`);

@@ -28,6 +28,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=c
 echo "peaks (H200 SXM, datasheet): fp32 67 TFLOP/s, fp16 tensor 989 TFLOP/s dense, HBM3e 4.8 TB/s"
 
 B=.devbin/webert
+tok=.devbin/minilm
+[ -x "$B" ] || B=target/release/webert
+[ -f "$tok/tokenizer.json" ] || tok=models/minilm
+"$B" --version || { echo "no webert binary (run scripts/h200_prepare.sh and carry .devbin)"; }
 # name | WEBERT_GPU_F16 | WEBERT_GPU_SUBGROUPS | WEBERT_GPU_COOP | WEBERT_GPU_TILE
 variants=(
   "f32|off|||"
@@ -47,7 +51,7 @@ for shape in bert-base minilm-l6; do
       fi
       echo "== webert $shape batch $batch seq 128 $name"
       WEBERT_GPU_F16=$f16 WEBERT_GPU_SUBGROUPS=$sg WEBERT_GPU_COOP=$coop WEBERT_GPU_TILE=$tile \
-        timeout 60 "$B" bench --model .devbin/minilm --shape "$shape" --backend gpu \
+        timeout 60 "$B" bench --model "$tok" --shape "$shape" --backend gpu \
         --batch "$batch" --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
     done
   done

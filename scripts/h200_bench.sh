@@ -1,19 +1,62 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (see scripts/h200_prepare.sh): webert's wgpu executor through Vulkan
-# and PyTorch eager CUDA on the same bert-base shapes (random weights), in one run. Prints both.
+# On the lent GPU machine (prepared by scripts/h200_prepare.sh; one `run` call of at most 9
+# minutes, carry [".devbin", ".gl"]): webert's wgpu executor through Vulkan on bert-base and
+# MiniLM-L6 shapes (random weights), batch 1 and 32 x 128 tokens, every kernel variant, then
+# PyTorch (eager and CUDA graph, fp32 with TF32 off and fp16) on the same shapes. Each webert
+# row is one JSON line: median/min ms, the tiling of every GEMM (`gpu_gemms`), GPU ms per
+# kernel (timestamps), encoder TFLOP/s and weight GB/s; PyTorch rows print ms and TFLOP/s.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+start=$SECONDS
+for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+ldconfig 2>/dev/null
 export XDG_RUNTIME_DIR=/tmp
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader || true
+# The NVIDIA Vulkan driver: its ICD file where the container has one, else one written for
+# the driver library the container mounts.
+icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+  /etc/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
+if [ -z "$icd" ]; then
+  lib=$(ldconfig -p | awk '/libGLX_nvidia.so.0/ {print $NF; exit}')
+  [ -z "$lib" ] && lib=$(find / -xdev -name 'libGLX_nvidia.so.0' 2>/dev/null | head -1)
+  if [ -n "$lib" ]; then
+    icd=/tmp/nvidia_icd.json
+    printf '{"file_format_version":"1.0.0","ICD":{"library_path":"%s","api_version":"1.3"}}\n' "$lib" >"$icd"
+  fi
+fi
+[ -n "$icd" ] && export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+echo "vulkan icd: ${icd:-none found (webert rows will fail: no NVIDIA Vulkan driver in this container)}"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader || true
+echo "peaks (H200 SXM, datasheet): fp32 67 TFLOP/s, fp16 tensor 989 TFLOP/s dense, HBM3e 4.8 TB/s"
+
 B=.devbin/webert
+tok=.devbin/minilm
+[ -x "$B" ] || B=target/release/webert
+[ -f "$tok/tokenizer.json" ] || tok=models/minilm
+"$B" --version || { echo "no webert binary (run scripts/h200_prepare.sh and carry .devbin)"; }
+# name | WEBERT_GPU_F16 | WEBERT_GPU_SUBGROUPS | WEBERT_GPU_COOP | WEBERT_GPU_TILE
+variants=(
+  "f32|off|||"
+  "f32-tile64|off|||64"
+  "f32-nosubgroups|off|0||"
+  "f16-storage|storage||0|"
+  "f16-compute|compute||0|"
+  "f16-coop|compute||1|"
+)
 for shape in bert-base minilm-l6; do
   for batch in 1 32; do
-    echo "== webert $shape batch $batch seq 128 (gpu)"
-    timeout 120 "$B" bench --model .devbin/minilm --shape "$shape" --backend gpu --batch "$batch" --seq-len 128 --runs 30 --warmup 5
+    for v in "${variants[@]}"; do
+      IFS='|' read -r name f16 sg coop tile <<<"$v"
+      if (( SECONDS - start > 330 )); then
+        echo "== webert $shape b$batch $name: skipped (time kept for PyTorch)"
+        continue
+      fi
+      echo "== webert $shape batch $batch seq 128 $name"
+      WEBERT_GPU_F16=$f16 WEBERT_GPU_SUBGROUPS=$sg WEBERT_GPU_COOP=$coop WEBERT_GPU_TILE=$tile \
+        timeout 60 "$B" bench --model "$tok" --shape "$shape" --backend gpu \
+        --batch "$batch" --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
+    done
   done
 done
-echo "== PyTorch eager"
-PYTHONUNBUFFERED=1 timeout 240 python3 scripts/torch_bert_bench.py
+echo "== webert done after $((SECONDS - start)) s"
+echo "== PyTorch"
+PYTHONUNBUFFERED=1 timeout $((500 - (SECONDS - start))) python3 scripts/torch_bert_bench.py
+echo "== all done after $((SECONDS - start)) s"

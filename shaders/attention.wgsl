@@ -3,6 +3,8 @@
 // the 16 queries; the softmax is online (running max and sum, exp in f32), so scores never
 // leave workgroup memory and no [B,H,L,L] buffer exists. Keys past the sequence's length are
 // never read: that is the padding mask. Head sizes up to 64 (attention_wide.wgsl above that).
+// Q, K and V tiles hold OP: f32, or f16 with f16 compute (4-term dots of q·k in f16 added to
+// f32 scores; softmax and the P·V sums in f32).
 const BQ: u32 = 16u;
 const BK: u32 = 16u;
 const HD: u32 = TILED_HEAD_DIM;
@@ -10,9 +12,9 @@ const HD: u32 = TILED_HEAD_DIM;
 const KS: u32 = 65u;
 const NEG: f32 = -3.0e38;
 
-var<workgroup> qs: array<f32, 1024>; // BQ x HD
-var<workgroup> ks: array<f32, 1040>; // BK x KS
-var<workgroup> vs: array<f32, 1024>; // BK x HD
+var<workgroup> qs: array<OP, 1024>; // BQ x HD
+var<workgroup> ks: array<OP, 1040>; // BK x KS
+var<workgroup> vs: array<OP, 1024>; // BK x HD
 var<workgroup> ss: array<f32, 256>; // BQ x BK scores
 var<workgroup> ps: array<f32, 256>; // BQ x BK probabilities
 var<workgroup> len_shared: u32;
@@ -42,7 +44,7 @@ fn main(
         if (row < p.seq_len && d < hd) {
             v = qkv[(base + row) * ld + h * hd + d];
         }
-        qs[e] = v;
+        qs[e] = OP(v);
     }
     var m = NEG;
     var l = 0.0;
@@ -59,16 +61,21 @@ fn main(
                 kv = qkv[o + p.hidden];
                 vv = qkv[o + 2u * p.hidden];
             }
-            ks[(e / HD) * KS + d] = kv;
-            vs[e] = vv;
+            ks[(e / HD) * KS + d] = OP(kv);
+            vs[e] = OP(vv);
         }
         workgroupBarrier();
         let valid = k0 + lane < len;
         var s = NEG;
         if (valid) {
+            // Dimensions past hd are zeros in both tiles, so 4 at a time is exact.
             var dot = 0.0;
-            for (var d = 0u; d < hd; d++) {
-                dot = fma(qs[qi * HD + d], ks[lane * KS + d], dot);
+            let q0 = qi * HD;
+            let kb = lane * KS;
+            for (var d = 0u; d < hd; d += 4u) {
+                let part = qs[q0 + d] * ks[kb + d] + qs[q0 + d + 1u] * ks[kb + d + 1u]
+                    + qs[q0 + d + 2u] * ks[kb + d + 2u] + qs[q0 + d + 3u] * ks[kb + d + 3u];
+                dot += f32(part);
             }
             s = dot * p.scale;
         }
@@ -91,7 +98,7 @@ fn main(
             let pj = ps[qi * BK + j];
             l += pj;
             for (var c = 0u; c < 4u; c++) {
-                acc[c] = fma(pj, vs[j * HD + lane + 16u * c], acc[c]);
+                acc[c] = fma(pj, f32(vs[j * HD + lane + 16u * c]), acc[c]);
             }
         }
     }

@@ -6,7 +6,8 @@ var<workgroup> scores: array<f32, MAX_SEQ>;
 var<workgroup> q: array<f32, MAX_HEAD_DIM>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, lanes: Lanes) {
+    let t = lanes.t;
     let i = wg.x;
     let h = wg.y;
     let b = wg.z;
@@ -30,14 +31,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         scores[j] = s;
         m = max(m, s);
     }
-    m = reduce_max(t, m);
+    m = reduce_max(lanes, m);
     var sum = 0.0;
     for (var j = t; j < len; j += WG) {
         let e = exp(scores[j] - m);
         scores[j] = e;
         sum += e;
     }
-    sum = reduce_sum(t, sum);
+    sum = reduce_sum(lanes, sum);
     let inv = select(0.0, 1.0 / sum, len > 0u);
     for (var d = t; d < p.head_dim; d += WG) {
         var acc = 0.0;

@@ -2,7 +2,13 @@
 const WG: u32 = 256u;
 var<workgroup> red: array<f32, 256>;
 
-fn reduce_sum(t: u32, v: f32) -> f32 {
+// The entry point's invocation ids (common_subgroup.wgsl's add the subgroup's).
+struct Lanes {
+    @builtin(local_invocation_index) t: u32,
+}
+
+fn reduce_sum(l: Lanes, v: f32) -> f32 {
+    let t = l.t;
     red[t] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s = s >> 1u) {
@@ -16,7 +22,8 @@ fn reduce_sum(t: u32, v: f32) -> f32 {
     return r;
 }
 
-fn reduce_max(t: u32, v: f32) -> f32 {
+fn reduce_max(l: Lanes, v: f32) -> f32 {
+    let t = l.t;
     red[t] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s = s >> 1u) {

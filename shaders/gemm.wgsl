@@ -2,7 +2,11 @@
 // w is a PyTorch Linear weight [n, k] (or the chunk of its rows starting at n0 = p.col_off),
 // so both operands are k-contiguous: tiles are loaded as vec4 along k (`load_x`/`load_w`
 // come from the variant prepended to this file: f32 vec4, f16 vec4, or scalar for k % 4 != 0)
-// and kept that way in workgroup memory; the inner product is a dot of vec4s.
+// and kept that way in workgroup memory as vec4<OP>; the inner product is a dot of vec4s.
+// OP is f32, or f16 with f16 compute: tiles then take half the workgroup memory and the dots
+// run in f16, each 4-term dot added to f32 sums.
+// Split-K: workgroup z sums k in [z * k_len, (z + 1) * k_len) and writes raw sums to rows
+// z * m + r (the bucket then sets no bias, activation or residual, and ldo = n).
 // 64x64 output tiles (16x64 for short inputs), 16-deep k slices; each of the 16x8 invocations
 // accumulates an RMx4 block in f32 (8x4: 12 vec4 reads from workgroup memory per 128 FMAs),
 // on rows lid.y + 8i and columns
@@ -21,31 +25,8 @@ const BK: u32 = 16u;
 // Row pitch of a tile in workgroup memory, in vec4s: BK / 4 plus one of padding.
 const PITCH: u32 = 5u;
 
-var<workgroup> xs: array<vec4<f32>, BM * PITCH>;
-var<workgroup> ws: array<vec4<f32>, 320>; // [BN][PITCH]
-
-fn erf(v: f32) -> f32 {
-    // Abramowitz-Stegun 7.1.26, |error| < 1.5e-7 (WGSL has no erf).
-    let a = abs(v);
-    let t = 1.0 / (1.0 + 0.3275911 * a);
-    let y = 1.0 - t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) * exp(-a * a);
-    return select(-y, y, v >= 0.0);
-}
-
-fn safe_tanh(v: f32) -> f32 {
-    let e = exp(2.0 * clamp(v, -9.0, 9.0));
-    return (e - 1.0) / (e + 1.0);
-}
-
-fn activate(v: f32) -> f32 {
-    switch p.act {
-        case ACT_GELU: { return 0.5 * v * (1.0 + erf(v * 0.70710678118654752)); }
-        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + safe_tanh(0.7978845608 * (v + 0.044715 * v * v * v))); }
-        case ACT_RELU: { return max(v, 0.0); }
-        case ACT_TANH: { return safe_tanh(v); }
-        default: { return v; }
-    }
-}
+var<workgroup> xs: array<vec4<OP>, BM * PITCH>;
+var<workgroup> ws: array<vec4<OP>, 320>; // [BN][PITCH]
 
 @compute @workgroup_size(16, 8)
 fn main(
@@ -57,24 +38,28 @@ fn main(
     let col0 = wg.x * BN;
     // Each invocation loads two vec4s of each tile; four neighbours cover 64 bytes of a row.
     var acc: array<vec4<f32>, RM>;
-    for (var k0 = 0u; k0 < p.k; k0 += BK) {
+    let k_len = select(p.k, p.k_len, p.k_len != 0u);
+    let k_begin = wg.z * k_len;
+    let k_end = min(p.k, k_begin + k_len);
+    for (var k0 = k_begin; k0 < k_end; k0 += BK) {
         for (var e = t; e < BN * 4u; e += 128u) {
             let li = e / 4u;
             let lk = e % 4u;
-            ws[li * PITCH + lk] = load_w(col0 + li, k0 + lk * 4u);
+            // k_len is a multiple of BK, so a slice never reaches into the next part.
+            ws[li * PITCH + lk] = vec4<OP>(load_w(col0 + li, k0 + lk * 4u));
             if (li < BM) {
-                xs[li * PITCH + lk] = load_x(row0 + li, k0 + lk * 4u);
+                xs[li * PITCH + lk] = vec4<OP>(load_x(row0 + li, k0 + lk * 4u));
             }
         }
         workgroupBarrier();
         for (var kk = 0u; kk < BK / 4u; kk++) {
-            var b: array<vec4<f32>, 4>;
+            var b: array<vec4<OP>, 4>;
             for (var j = 0u; j < 4u; j++) {
                 b[j] = ws[(lid.x + 16u * j) * PITCH + kk];
             }
             for (var i = 0u; i < RM; i++) {
                 let a = xs[(lid.y + 8u * i) * PITCH + kk];
-                acc[i] += vec4<f32>(dot(a, b[0]), dot(a, b[1]), dot(a, b[2]), dot(a, b[3]));
+                acc[i] += vec4<f32>(vec4<OP>(dot(a, b[0]), dot(a, b[1]), dot(a, b[2]), dot(a, b[3])));
             }
         }
         workgroupBarrier();
@@ -84,7 +69,7 @@ fn main(
         for (var j = 0u; j < 4u; j++) {
             let c = col0 + lid.x + 16u * j;
             if (r < p.m && c < p.n) {
-                let o = r * p.ldo + p.col_off + c;
+                let o = (wg.z * p.m + r) * p.ldo + p.col_off + c;
                 var v = acc[i][j];
                 if (p.has_bias != 0u) {
                     v += bias[p.col_off + c];

@@ -1,10 +1,12 @@
-// In-place LayerNorm of each row: one workgroup per row.
+// In-place LayerNorm of each row: one workgroup per row; the reductions come from
+// common.wgsl or, with subgroups, common_subgroup.wgsl.
 @group(0) @binding(1) var<storage, read> gamma: array<f32>;
 @group(0) @binding(2) var<storage, read> beta: array<f32>;
 @group(0) @binding(3) var<storage, read_write> x: array<f32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, l: Lanes) {
+    let t = l.t;
     let row = row_index(wg);
     if (row >= p.rows) {
         return;
@@ -14,13 +16,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     for (var c = t; c < p.dim; c += WG) {
         sum += x[o0 + c];
     }
-    let mean = reduce_sum(t, sum) / f32(p.dim);
+    let mean = reduce_sum(l, sum) / f32(p.dim);
     var sq = 0.0;
     for (var c = t; c < p.dim; c += WG) {
         let d = x[o0 + c] - mean;
         sq += d * d;
     }
-    let inv = inverseSqrt(reduce_sum(t, sq) / f32(p.dim) + p.eps);
+    let inv = inverseSqrt(reduce_sum(l, sq) / f32(p.dim) + p.eps);
     for (var c = t; c < p.dim; c += WG) {
         x[o0 + c] = (x[o0 + c] - mean) * inv * gamma[c] + beta[c];
     }

@@ -5,8 +5,8 @@ use crate::cpu::{kernels, pool, CpuExecutor};
 use crate::error::{Error, GpuErrorKind, Result};
 use crate::exec::{Batch, Output};
 pub use crate::exec::{Quantized, Want};
-pub use crate::gpu::GpuOptions;
 use crate::gpu::{GpuContext, GpuExecutor};
+pub use crate::gpu::{GpuOptions, KernelOptions, TileChoice};
 use crate::model::{
     Architecture, HeadKind, ModelConfig, ModelFiles, Plan, Rows, TextTokenizer, Weights, Windowing,
 };
@@ -382,6 +382,13 @@ impl Engine {
     pub fn panic_in_next_forward_for_test(&self) {
         self.panic_next
             .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The GPU's tiling of each GEMM of a forward over `windows` (empty on the CPU).
+    pub fn gpu_gemm_plans(&self, windows: &[Encoding]) -> Vec<String> {
+        let batch = self.pad(windows, &[]);
+        let gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
+        (gpu.as_ref()).map_or_else(Vec::new, |g| g.exec.gemm_plans(batch.dims()))
     }
 
     /// Per-kernel GPU milliseconds for one forward over `windows` (padded as `run` pads them),

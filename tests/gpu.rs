@@ -8,14 +8,16 @@ mod common;
 use common::*;
 use pollster::block_on;
 use std::path::Path;
-use webert::engine::{AutoOptions, Device, Engine, GpuOptions, LoadOptions, Want};
+use webert::engine::{
+    AutoOptions, Device, Engine, GpuOptions, KernelOptions, LoadOptions, TileChoice, Want,
+};
 use webert::model::{ModelFiles, Tensor, Weights};
 use webert::tasks::{classify, embed, fill_mask, ner, qa};
 
 /// f32 weights: the 1e-3 comparisons are of the f32 path (f16 has a test of its own).
 const F32: GpuOptions = GpuOptions {
-    max_binding: None,
     f16: Some(false),
+    ..GpuOptions::DEFAULT
 };
 
 /// Auto on any adapter, lavapipe included, without the load-time timing: the GPU path.
@@ -456,8 +458,23 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// not): hidden states within cosine 0.999 of the CPU's, the same entities and labels.
 #[test]
 fn f16_weights_match_cpu() {
+    f16_matches_cpu(false);
+}
+
+/// f16 arithmetic (f16 tiles and products, f32 sums) in the GEMMs and attention: the same
+/// bounds as f16 storage.
+#[test]
+fn f16_compute_matches_cpu() {
+    f16_matches_cpu(true);
+}
+
+fn f16_matches_cpu(compute: bool) {
     let f16 = GpuOptions {
         f16: Some(true),
+        kernels: KernelOptions {
+            f16_compute: Some(compute),
+            ..KernelOptions::AUTO
+        },
         ..Default::default()
     };
     let pair_f16 = |dir: &Path| {
@@ -475,6 +492,12 @@ fn f16_weights_match_cpu() {
         return;
     };
     assert!(gpu.backend().contains("f16"), "{}", gpu.backend());
+    assert_eq!(
+        gpu.backend().contains("f16 compute"),
+        compute,
+        "{}",
+        gpu.backend()
+    );
     let g = golden("minilm.json");
     let inputs = untruncated_inputs(&g);
     let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
@@ -510,6 +533,58 @@ fn f16_weights_match_cpu() {
     let b = block_on(classify::classify(&cpu, &inputs, opts)).unwrap();
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x[0].label, y[0].label);
+    }
+}
+
+/// Every kernel variant an option reaches, on MiniLM within 1e-3 of the CPU (f32): subgroup
+/// reductions on and off, and fixed GEMM tilings with split-K (the partial sums plus the
+/// reduce pass), 16- and 64-row tiles.
+#[test]
+fn kernel_variants_match_cpu() {
+    let dir = model_dir("minilm");
+    let g = golden("minilm.json");
+    let inputs = untruncated_inputs(&g);
+    let cpu = engine(&dir);
+    let want = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
+    let tiles = ["64:1", "16:1", "64:3", "16:4"];
+    let variants = [(Some(false), None), (Some(true), None)].into_iter().chain(
+        tiles
+            .iter()
+            .map(|t| (None, Some(t.parse::<TileChoice>().unwrap()))),
+    );
+    for (subgroups, tile) in variants {
+        let kernels = KernelOptions {
+            subgroups,
+            tile,
+            ..KernelOptions::AUTO
+        };
+        let what = format!("{kernels:?}");
+        let options = on_gpu(GpuOptions { kernels, ..F32 });
+        let gpu = match load(ModelFiles::from_dir(&dir).unwrap(), options) {
+            Err(e) if e.to_string().contains("has no subgroups") => {
+                eprintln!("skipping {what}: {e}");
+                continue;
+            }
+            e => match usable(e) {
+                Some(gpu) => gpu,
+                None => return,
+            },
+        };
+        assert_eq!(
+            gpu.backend().contains("subgroups"),
+            subgroups.unwrap_or(gpu.backend().contains("subgroups")),
+            "{}",
+            gpu.backend()
+        );
+        let got = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert_close(&format!("{what} case {i}"), &a.concat(), &b.concat(), 1e-3);
+        }
+        // A wide head goes through the subgroup softmax of the per-query attention.
+        let model = || odd_model_sized(150, 2);
+        let wide = load(model(), on_gpu(GpuOptions { kernels, ..F32 })).unwrap();
+        let wide_cpu = load(model(), LoadOptions::cpu()).unwrap();
+        assert_mlm_matches_cpu(&wide, &wide_cpu, &what);
     }
 }
 

@@ -39,7 +39,10 @@ mod cli {
         version,
         about = "BERT-family encoders on CPU SIMD (and WebGPU): HF-pipeline-compatible JSON out",
         after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
-                      WEBERT_GPU_F16 (0 keeps f32 GPU weights, 1 requires f16), \
+                      WEBERT_GPU_F16 (off: f32 GPU weights; storage: f16 weights; compute: f16 \
+                      arithmetic too), WEBERT_GPU_SUBGROUPS and WEBERT_GPU_COOP (0 or 1: subgroup \
+                      reductions, cooperative-matrix GEMMs), WEBERT_GPU_TILE (auto, 64, 16, 64:4 \
+                      for 64-row tiles with the reduction split in 4), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
                       WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32)"
     )]
@@ -286,15 +289,35 @@ mod cli {
     /// Load options from a backend and the `WEBERT_*` variables (a malformed value is an error).
     pub fn options(device: Device) -> Result<LoadOptions> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let f16 = match var("WEBERT_GPU_F16").as_deref() {
-            None => None,
-            Some("0") => Some(false),
-            Some("1") => Some(true),
+        let (f16, f16_compute) = match var("WEBERT_GPU_F16").as_deref() {
+            None => (None, None),
+            Some("0" | "off") => (Some(false), Some(false)),
+            Some("1" | "storage") => (Some(true), Some(false)),
+            Some("compute") => (Some(true), Some(true)),
             Some(o) => {
                 return Err(Error::Input(format!(
-                    "WEBERT_GPU_F16={o}: use 0 (f32 weights) or 1 (require f16)"
+                    "WEBERT_GPU_F16={o}: use off (f32), storage (f16 weights) or compute (f16 arithmetic)"
                 )))
             }
+        };
+        let switch = |name: &str| match var(name).as_deref() {
+            None => Ok(None),
+            Some("0") => Ok(Some(false)),
+            Some("1") => Ok(Some(true)),
+            Some(o) => Err(Error::Input(format!("{name}={o}: use 0 or 1"))),
+        };
+        let tile = match var("WEBERT_GPU_TILE").as_deref() {
+            None | Some("auto") => None,
+            Some(t) => Some(
+                t.parse()
+                    .map_err(|e| Error::Input(format!("WEBERT_GPU_TILE: {e}")))?,
+            ),
+        };
+        let kernels = webert::engine::KernelOptions {
+            subgroups: switch("WEBERT_GPU_SUBGROUPS")?,
+            f16_compute,
+            coop: switch("WEBERT_GPU_COOP")?,
+            tile,
         };
         let max_binding = match var("WEBERT_GPU_MAX_BINDING") {
             None => None,
@@ -315,7 +338,11 @@ mod cli {
         };
         Ok(LoadOptions {
             device,
-            gpu: GpuOptions { max_binding, f16 },
+            gpu: GpuOptions {
+                max_binding,
+                f16,
+                kernels,
+            },
             isa: var("WEBERT_ISA"),
             quantized,
             ..Default::default()
@@ -629,6 +656,26 @@ mod bench {
         Engine::build(config, tokenizer, weights, options).await
     }
 
+    /// FLOPs of the encoder's linears and attention for `batch` sequences of `seq` tokens, and
+    /// the bytes of its linear weights (f16 when the backend stores them so).
+    fn work(engine: &Engine, batch: usize, seq: usize) -> (f64, f64) {
+        let c = &engine.config;
+        let (h, i, l) = (
+            c.hidden_size as f64,
+            c.intermediate_size as f64,
+            c.num_layers as f64,
+        );
+        let tokens = (batch * seq) as f64;
+        let params = l * (4.0 * h * h + 2.0 * h * i);
+        let attention = l * 4.0 * batch as f64 * (seq * seq) as f64 * h;
+        let width = if engine.backend().contains("f16 weights") {
+            2.0
+        } else {
+            4.0
+        };
+        (2.0 * tokens * params + attention, params * width)
+    }
+
     /// Times the encoder (and the head with `head`) on `batch` copies of a text of exactly
     /// `seq_len` tokens.
     pub async fn run(a: BenchArgs) -> Result<()> {
@@ -659,6 +706,8 @@ mod bench {
             false => None,
         };
         let gpu_total: Option<f64> = gpu.as_ref().map(|k| k.iter().map(|(_, ms)| ms).sum());
+        let gemms = engine.gpu_gemm_plans(&windows);
+        let (flops, weight_bytes) = work(&engine, a.batch, a.seq_len);
         let per_kernel: Option<serde_json::Value> = gpu.map(|k| {
             k.into_iter()
                 .map(|(name, ms)| (name.to_string(), serde_json::json!(ms)))
@@ -670,6 +719,7 @@ mod bench {
             serde_json::json!({
                 "gpu_ms_by_kernel": per_kernel,
                 "gpu_ms": gpu_total,
+                "gpu_gemms": gemms,
                 "cpu_head_ms": cpu_head,
                 "model": label,
                 "backend": engine.backend(),
@@ -679,6 +729,8 @@ mod bench {
                 "median_ms": median,
                 "min_ms": times[0],
                 "ms_per_sequence": median / a.batch as f64,
+                "encoder_tflop_per_s": flops / (median * 1e9),
+                "encoder_weight_gb_per_s": weight_bytes / (median * 1e6),
                 "sequences_per_s": a.batch as f64 * 1e3 / median,
             })
         );

@@ -2,10 +2,12 @@
 //! one uniform buffer for every dispatch's parameters, bind groups and dispatch sizes, all
 //! made once and reused by every call that fits.
 
+use super::context::KernelChoice;
 use super::params::{
-    act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, LayerNormParams,
+    act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
+    LayerNormParams,
 };
-use super::pipelines::{Kernel, Pipelines};
+use super::pipelines::{GemmPlan, Kernel, Pipelines};
 use super::weights::GpuWeight;
 use crate::error::Result;
 use crate::exec::{Batch, Dims, Want};
@@ -155,6 +157,8 @@ struct Recorder {
     bytes: Vec<u8>,
     align: usize,
     steps: Vec<Pending>,
+    /// The split-K GEMMs' partial sums, shared by all of them (they run one after another).
+    scratch: Option<wgpu::Buffer>,
 }
 
 impl Recorder {
@@ -180,6 +184,15 @@ impl Recorder {
     }
 }
 
+/// One GEMM of a forward: its shape and tiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmShape {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub plan: GemmPlan,
+}
+
 pub struct Builder<'a> {
     pub device: &'a wgpu::Device,
     pub queue: &'a wgpu::Queue,
@@ -187,6 +200,7 @@ pub struct Builder<'a> {
     pub plan: &'a Plan,
     pub weights: &'a [GpuWeight],
     pub dummy: &'a wgpu::Buffer,
+    pub choice: &'a KernelChoice,
 }
 
 impl Builder<'_> {
@@ -197,10 +211,15 @@ impl Builder<'_> {
             .map(|b| storage(d, b.name, dims.rows(b.rows) * b.cols * 4))
             .collect();
         let align = d.limits().min_uniform_buffer_offset_alignment.max(16) as usize;
+        let scratch_bytes = (self.gemms(dims).iter())
+            .filter(|g| g.plan.split_k > 1)
+            .map(|g| g.plan.split_k as usize * g.m * g.n * 4)
+            .max();
         let mut rec = Recorder {
             bytes: Vec::new(),
             align,
             steps: Vec::new(),
+            scratch: scratch_bytes.map(|b| storage(d, "split_k", b)),
         };
         // `first_step[i]`: the first step of op `i` (one more entry for the end).
         let mut first_step = Vec::with_capacity(self.plan.ops.len() + 1);
@@ -271,6 +290,23 @@ impl Builder<'_> {
             bind_group,
             groups: p.groups,
         })
+    }
+
+    /// Every GEMM of a forward of `dims` (one per chunk of a split weight) and its tiling.
+    pub fn gemms(&self, dims: Dims) -> Vec<GemmShape> {
+        let mut out = Vec::new();
+        for op in &self.plan.ops {
+            if let Op::Linear { x, linear, .. } = op {
+                let m = dims.rows(self.plan.buffers[x.0].rows);
+                let weight = &self.weights[linear.weight.0];
+                for c in &weight.chunks {
+                    let (n, k) = (c.rows, linear.n_in);
+                    let plan = GemmPlan::choose(self.choice, m, n, k, weight.f16);
+                    out.push(GemmShape { m, n, k, plan });
+                }
+            }
+        }
+        out
     }
 
     /// In-place LayerNorm of `rows` rows of `dim` values of `x`.
@@ -370,10 +406,10 @@ impl Builder<'_> {
                 let bias = linear.bias.map_or(self.dummy, w);
                 let res = residual.map_or(self.dummy, |r| &acts[r.0]);
                 let weight = &self.weights[linear.weight.0];
-                let kernel = Kernel::gemm(m, linear.n_in, weight.f16);
                 // One GEMM per chunk of a split weight: a range of output columns each.
                 for c in &weight.chunks {
-                    let params = GemmParams {
+                    let plan = GemmPlan::choose(self.choice, m, c.rows, linear.n_in, weight.f16);
+                    let mut params = GemmParams {
                         m: m as u32,
                         n: c.rows as u32,
                         k: linear.n_in as u32,
@@ -382,14 +418,39 @@ impl Builder<'_> {
                         has_residual: residual.is_some() as u32,
                         ldo: linear.n_out as u32,
                         col_off: c.row0 as u32,
+                        k_len: 0,
                     };
-                    let groups = [
-                        c.rows.div_ceil(64) as u32,
-                        m.div_ceil(kernel.tile_rows()) as u32,
-                        1,
-                    ];
-                    let buffers = [&acts[x.0], &c.buffer, bias, res, &acts[out.0]];
-                    rec.push(kernel, params, &buffers, groups);
+                    let groups = plan.groups(m, c.rows);
+                    let scratch = rec.scratch.clone().filter(|_| plan.split_k > 1);
+                    let Some(part) = scratch else {
+                        let buffers = [&acts[x.0], &c.buffer, bias, res, &acts[out.0]];
+                        rec.push(plan.kernel, params, &buffers, groups);
+                        continue;
+                    };
+                    // Raw partial sums first, then one pass adds them with the epilogue.
+                    let reduce = GemmReduceParams {
+                        m: params.m,
+                        n: params.n,
+                        splits: plan.split_k,
+                        act: params.act,
+                        has_bias: params.has_bias,
+                        has_residual: params.has_residual,
+                        ldo: params.ldo,
+                        col_off: params.col_off,
+                    };
+                    params.k_len = plan.k_len(linear.n_in) as u32;
+                    params.act = act_code(crate::model::Activation::None);
+                    (params.has_bias, params.has_residual) = (0, 0);
+                    (params.ldo, params.col_off) = (params.n, 0);
+                    let buffers = [&acts[x.0], &c.buffer, self.dummy, self.dummy, &part];
+                    rec.push(plan.kernel, params, &buffers, groups);
+                    let buffers = [&part, bias, res, &acts[out.0]];
+                    rec.push(
+                        Kernel::GemmReduce,
+                        reduce,
+                        &buffers,
+                        per_element(m * c.rows),
+                    );
                 }
                 if let Some(n) = norm {
                     self.layer_norm(rec, n, m, linear.n_out, &acts[out.0]);

@@ -4,7 +4,8 @@
 use crate::error::{Error, GpuError, GpuErrorKind, Result};
 use std::sync::{Arc, Mutex};
 
-/// Settings of the GPU executor; the default takes what the adapter offers.
+/// Settings of the GPU executor; the default takes what the adapter offers. Build literals
+/// with `..GpuOptions::DEFAULT` so that new settings keep their automatic choice.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GpuOptions {
     /// Caps the bytes of one buffer binding below the adapter's limit, so that tests can make
@@ -13,14 +14,86 @@ pub struct GpuOptions {
     /// f16 GEMM weights (f32 accumulation): `None` uses them when the adapter has
     /// `shader-f16`; `Some(true)` requires them, `Some(false)` keeps f32.
     pub f16: Option<bool>,
+    /// Which kernel variants run (each reachable on any adapter that has its feature).
+    pub kernels: KernelOptions,
 }
 
+impl GpuOptions {
+    pub const DEFAULT: GpuOptions = GpuOptions {
+        max_binding: None,
+        f16: None,
+        kernels: KernelOptions::AUTO,
+    };
+}
+
+/// Kernel variants; `None` picks by adapter (see `KernelChoice::resolve`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelOptions {
+    /// LayerNorm and softmax reductions with subgroup operations (`subgroups`).
+    pub subgroups: Option<bool>,
+    /// f16 operands (f32 accumulation) in GEMMs and attention; needs f16 weights.
+    pub f16_compute: Option<bool>,
+    /// Cooperative-matrix (tensor core) GEMMs, with f16 compute.
+    pub coop: Option<bool>,
+    /// GEMM tiles: `None` chooses per shape and adapter.
+    pub tile: Option<TileChoice>,
+}
+
+impl KernelOptions {
+    pub const AUTO: KernelOptions = KernelOptions {
+        subgroups: None,
+        f16_compute: None,
+        coop: None,
+        tile: None,
+    };
+}
+
+/// A fixed GEMM tiling for every GEMM: 64- or 16-row tiles, and the reduction split in
+/// `split_k` parts (summed by a second pass that applies the epilogue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileChoice {
+    pub short: bool,
+    pub split_k: u32,
+}
+
+impl std::str::FromStr for TileChoice {
+    type Err = String;
+
+    /// `64`, `16`, `64:4`, `16:2` (rows, then an optional split of the reduction).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (rows, split) = s.split_once(':').unwrap_or((s, "1"));
+        let short = match rows {
+            "64" => false,
+            "16" => true,
+            _ => return Err(format!("tile `{s}`: rows are 64 or 16")),
+        };
+        match split.parse::<u32>() {
+            Ok(split_k @ 1..=64) => Ok(TileChoice { short, split_k }),
+            _ => Err(format!("tile `{s}`: split-K is 1 to 64")),
+        }
+    }
+}
+
+/// What the device runs, from the options and what the adapter offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelChoice {
+    pub f16_weights: bool,
+    pub f16_compute: bool,
+    pub subgroups: bool,
+    /// Subgroup size of the cooperative-matrix GEMM (its workgroup is four subgroups); `None`
+    /// without cooperative matrices.
+    pub coop: Option<u32>,
+    pub tile: Option<TileChoice>,
+    /// A discrete or integrated GPU (not CPU-emulated): small GEMMs get split for occupancy.
+    pub hardware: bool,
+}
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub options: GpuOptions,
+    pub choice: KernelChoice,
     /// The first uncaptured validation/out-of-memory error, or the device-lost reason.
     failure: Arc<Mutex<Option<GpuError>>>,
 }
@@ -49,14 +122,64 @@ impl GpuContext {
         let limits = adapter.limits();
         // Timestamps are optional: used only to profile when the adapter offers them.
         let mut wanted = wgpu::Features::TIMESTAMP_QUERY;
+        let k = options.kernels;
         if options.f16 != Some(false) {
             wanted |= wgpu::Features::SHADER_F16;
         }
+        if k.subgroups != Some(false) {
+            wanted |= wgpu::Features::SUBGROUP;
+        }
+        if k.coop != Some(false) && k.f16_compute != Some(false) && options.f16 != Some(false) {
+            // The cooperative GEMM names its subgroup by the `subgroup_id` built-in.
+            wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP;
+        }
         let features = adapter.features() & wanted;
-        if options.f16 == Some(true) && !features.contains(wgpu::Features::SHADER_F16) {
-            let msg = format!("{} has no shader-f16", info.name);
+        let coop_shape = coop_subgroup(&adapter, &info);
+        let missing = [
+            (
+                options.f16 == Some(true) || k.f16_compute == Some(true),
+                wgpu::Features::SHADER_F16,
+                "shader-f16",
+            ),
+            (
+                k.subgroups == Some(true),
+                wgpu::Features::SUBGROUP,
+                "subgroups",
+            ),
+            (
+                k.coop == Some(true),
+                wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+                "cooperative matrices",
+            ),
+        ];
+        for (required, feature, name) in missing {
+            if required && !features.contains(feature) {
+                let msg = format!("{} has no {name}", info.name);
+                return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
+            }
+        }
+        if k.coop == Some(true) && coop_shape.is_none() {
+            let msg = format!(
+                "{}: cooperative matrices without 16x16x16 f16 (f32 accumulator) on a fixed subgroup size",
+                info.name
+            );
             return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
         }
+        let hardware = info.device_type != wgpu::DeviceType::Cpu;
+        let f16_weights = features.contains(wgpu::Features::SHADER_F16);
+        let f16_compute = f16_weights && k.f16_compute.unwrap_or(hardware || k.coop == Some(true));
+        let choice = KernelChoice {
+            f16_weights,
+            f16_compute,
+            subgroups: features.contains(wgpu::Features::SUBGROUP) && k.subgroups != Some(false),
+            coop: coop_shape.filter(|_| {
+                let both =
+                    wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP;
+                f16_compute && features.contains(both)
+            }),
+            tile: k.tile,
+            hardware,
+        };
         let desc = wgpu::DeviceDescriptor {
             label: Some("webert"),
             required_features: features,
@@ -95,6 +218,7 @@ impl GpuContext {
             info,
             limits,
             options,
+            choice,
             failure,
         })
     }
@@ -132,7 +256,7 @@ impl GpuContext {
 
     /// GEMM weights are stored as f16.
     pub fn f16(&self) -> bool {
-        self.device.features().contains(wgpu::Features::SHADER_F16)
+        self.choice.f16_weights
     }
 
     pub fn name(&self) -> String {
@@ -140,7 +264,37 @@ impl GpuContext {
             "" => "unnamed adapter", // browsers may withhold the description
             n => n,
         };
-        let f16 = if self.f16() { ", f16 weights" } else { "" };
-        format!("{name} ({:?}{f16})", self.info.backend)
+        let c = &self.choice;
+        let f16 = match (c.f16_weights, c.f16_compute) {
+            (true, true) => ", f16 weights, f16 compute",
+            (true, false) => ", f16 weights",
+            _ => "",
+        };
+        let sg = if c.subgroups { ", subgroups" } else { "" };
+        let coop = if c.coop.is_some() {
+            ", cooperative matrices"
+        } else {
+            ""
+        };
+        format!("{name} ({:?}{f16}{sg}{coop})", self.info.backend)
     }
+}
+
+/// The subgroup size for the cooperative-matrix GEMM: the adapter lists 16x16x16 with f16
+/// operands and an f32 accumulator and runs one fixed subgroup size (the shader's workgroup
+/// is four subgroups, each owning a 32x32 quarter of the tile).
+fn coop_subgroup(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> Option<u32> {
+    if !adapter
+        .features()
+        .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    {
+        return None;
+    }
+    let f16 = wgpu::CooperativeScalarType::F16;
+    let f32 = wgpu::CooperativeScalarType::F32;
+    let has = adapter.cooperative_matrix_properties().iter().any(|p| {
+        (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == f16 && p.cr_type == f32
+    });
+    let size = info.subgroup_min_size;
+    (has && size == info.subgroup_max_size && (8..=128).contains(&size)).then_some(size)
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, GpuErrorKind, Result};
 use crate::exec::{Batch, Dims, Output, Want};
 use crate::model::{Plan, Tensor};
 use bucket::{Bucket, Builder};
-pub use context::{GpuContext, GpuOptions};
+pub use context::{GpuContext, GpuOptions, KernelOptions, TileChoice};
 use pipelines::Pipelines;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -57,7 +57,7 @@ impl GpuExecutor {
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        let pipelines = Pipelines::new(&ctx.device, ctx.f16());
+        let pipelines = Pipelines::new(&ctx.device, &ctx.choice);
         ctx.check()?;
         Ok(GpuExecutor {
             ctx,
@@ -100,6 +100,30 @@ impl GpuExecutor {
 
     pub fn adapter_name(&self) -> String {
         self.ctx.name()
+    }
+
+    /// Each distinct GEMM of a forward of `dims` with its tiling and how often it runs, e.g.
+    /// `128x2304x768: gemm_f16 16x64 split-k 4 (x6)`.
+    pub fn gemm_plans(&self, dims: Dims) -> Vec<String> {
+        let builder = Builder {
+            device: &self.ctx.device,
+            queue: &self.ctx.queue,
+            pipelines: &self.pipelines,
+            plan: &self.plan,
+            weights: &self.weights,
+            dummy: &self.dummy,
+            choice: &self.ctx.choice,
+        };
+        let mut seen: Vec<(bucket::GemmShape, usize)> = Vec::new();
+        for g in builder.gemms(dims) {
+            match seen.iter_mut().find(|(s, _)| *s == g) {
+                Some((_, n)) => *n += 1,
+                None => seen.push((g, 1)),
+            }
+        }
+        (seen.iter())
+            .map(|(g, n)| format!("{}x{}x{}: {} (x{n})", g.m, g.n, g.k, g.plan.describe()))
+            .collect()
     }
 
     /// Whether a batch of `dims` can run here: an `UnsupportedShape` error says why not, and
@@ -232,6 +256,7 @@ impl GpuExecutor {
                 plan: &self.plan,
                 weights: &self.weights,
                 dummy: &self.dummy,
+                choice: &self.ctx.choice,
             };
             let bucket = builder.build(dims)?;
             self.buckets.insert(dims, bucket);

@@ -64,6 +64,20 @@ uniforms! {
         ldo: u32,
         /// The output column this chunk of w starts at.
         col_off: u32,
+        /// The reduction of one split-K part (workgroup z); 0: all of `k`. With parts, each
+        /// writes its raw sums to rows `z * m + r` of a scratch buffer (`GemmReduce` adds them).
+        k_len: u32,
+    }
+    /// `out[m][col_off + n] = act(sum_z part[z * m + r][n] + bias) + residual`.
+    GemmReduceParams {
+        m: u32,
+        n: u32,
+        splits: u32,
+        act: u32,
+        has_bias: u32,
+        has_residual: u32,
+        ldo: u32,
+        col_off: u32,
     }
     LayerNormParams {
         rows: u32,
@@ -126,6 +140,6 @@ mod tests {
             "struct Params {\n    rows: u32,\n    dim: u32,\n    eps: f32,\n}\n\
              @group(0) @binding(0) var<uniform> p: Params;\n"
         );
-        assert_eq!(std::mem::size_of::<GemmParams>(), 32);
+        assert_eq!(std::mem::size_of::<GemmParams>(), 36);
     }
 }

@@ -1,11 +1,15 @@
 //! Compute pipelines, built once per device from the WGSL in `shaders/`.
 
+use super::context::KernelChoice;
 use super::params::{
-    self, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, LayerNormParams,
+    self, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
+    LayerNormParams,
 };
 use crate::error::{Error, GpuErrorKind, Result};
 
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
+const COMMON_SUBGROUP: &str = include_str!("../../shaders/common_subgroup.wgsl");
+const ACTIVATION: &str = include_str!("../../shaders/activation.wgsl");
 const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
 const ATTENTION_IO: &str = include_str!("../../shaders/attention_io.wgsl");
 
@@ -16,8 +20,13 @@ pub enum Kernel {
     Gemm(Tile),
     /// GEMM with scalar loads, for any `k`.
     GemmScalar(Tile),
-    /// GEMM with f16 weights (`k % 4 == 0`), on adapters with `shader-f16`.
+    /// GEMM with f16 weights (`k % 4 == 0`), on adapters with `shader-f16`; with f16 compute
+    /// its tiles and products are f16 (sums f32).
     GemmF16(Tile),
+    /// f16 GEMM on cooperative matrices (64x64 tiles), where the adapter has them.
+    GemmCoop,
+    /// Sums the split-K parts of a GEMM and applies its epilogue.
+    GemmReduce,
     LayerNorm,
     /// Tiled attention with an online softmax, head sizes up to `TILED_HEAD_DIM`.
     Attention,
@@ -63,6 +72,8 @@ impl Kernel {
             Kernel::Gemm(_) => "gemm",
             Kernel::GemmScalar(_) => "gemm_scalar",
             Kernel::GemmF16(_) => "gemm_f16",
+            Kernel::GemmCoop => "gemm_coop",
+            Kernel::GemmReduce => "gemm_reduce",
             Kernel::LayerNorm => "layer_norm",
             Kernel::Attention => "attention",
             Kernel::AttentionWide => "attention_wide",
@@ -70,7 +81,7 @@ impl Kernel {
         }
     }
 
-    const ALL: [Kernel; 11] = [
+    const ALL: [Kernel; 13] = [
         Kernel::Embeddings,
         Kernel::Gemm(Tile::Tall),
         Kernel::Gemm(Tile::Short),
@@ -78,6 +89,8 @@ impl Kernel {
         Kernel::GemmScalar(Tile::Short),
         Kernel::GemmF16(Tile::Tall),
         Kernel::GemmF16(Tile::Short),
+        Kernel::GemmCoop,
+        Kernel::GemmReduce,
         Kernel::LayerNorm,
         Kernel::Attention,
         Kernel::AttentionWide,
@@ -93,9 +106,14 @@ impl Kernel {
         }
     }
 
-    /// The GEMM variant for `m` rows, a reduction of `k`, and f16 or f32 weights.
+    /// The GEMM variant for `m` rows, a reduction of `k`, and f16 or f32 weights, on 64-
+    /// or 16-row tiles (`short`).
     pub fn gemm(m: usize, k: usize, f16: bool) -> Kernel {
-        let tile = Tile::for_rows(m);
+        Kernel::gemm_tiled(k, f16, Tile::for_rows(m) == Tile::Short)
+    }
+
+    fn gemm_tiled(k: usize, f16: bool, short: bool) -> Kernel {
+        let tile = if short { Tile::Short } else { Tile::Tall };
         if f16 {
             Kernel::GemmF16(tile)
         } else if k.is_multiple_of(4) {
@@ -109,6 +127,7 @@ impl Kernel {
     pub fn tile_rows(self) -> usize {
         match self {
             Kernel::Gemm(t) | Kernel::GemmScalar(t) | Kernel::GemmF16(t) => t.rows(),
+            Kernel::GemmCoop => 64,
             _ => 1,
         }
     }
@@ -117,7 +136,10 @@ impl Kernel {
     fn params(self) -> String {
         match self {
             Kernel::Embeddings => EmbeddingsParams::wgsl(),
-            Kernel::Gemm(_) | Kernel::GemmScalar(_) | Kernel::GemmF16(_) => GemmParams::wgsl(),
+            Kernel::Gemm(_) | Kernel::GemmScalar(_) | Kernel::GemmF16(_) | Kernel::GemmCoop => {
+                GemmParams::wgsl()
+            }
+            Kernel::GemmReduce => GemmReduceParams::wgsl(),
             Kernel::LayerNorm => LayerNormParams::wgsl(),
             Kernel::Attention | Kernel::AttentionWide => AttentionParams::wgsl(),
             Kernel::Gather => GatherParams::wgsl(),
@@ -125,52 +147,178 @@ impl Kernel {
     }
 
     /// The shader: directives, the generated uniforms and constants (GEMMs also get their
-    /// rows per invocation, `RM`, 8 of them down a tile), the shared helpers it uses, then
-    /// its own code; each part only uses what an earlier one declares.
-    fn code(self) -> String {
-        let directives = match self {
-            Kernel::GemmF16(_) => "enable f16;\n",
-            _ => "",
-        };
+    /// rows per invocation, `RM`, 8 of them down a tile; f16-capable kernels their operand
+    /// type `OP`), the shared helpers it uses, then its own code; each part only uses what
+    /// an earlier one declares. `choice` picks the variant (subgroup reductions, f16 compute).
+    pub(super) fn code(self, choice: &KernelChoice) -> String {
+        let f16_ops = choice.f16_compute && matches!(self, Kernel::GemmF16(_) | Kernel::Attention);
+        let subgroups =
+            choice.subgroups && matches!(self, Kernel::LayerNorm | Kernel::AttentionWide);
+        let mut directives = String::new();
+        if matches!(self, Kernel::GemmF16(_) | Kernel::GemmCoop) || f16_ops {
+            directives += "enable f16;\n";
+        }
+        // No `enable subgroups;`: naga 30 rejects the directive and gates subgroup operations
+        // by the device feature instead (wgpu offers them natively only).
+        if self == Kernel::GemmCoop {
+            directives += "enable wgpu_cooperative_matrix;\n";
+        }
+        let common = if subgroups { COMMON_SUBGROUP } else { COMMON };
+        let f16_loads = include_str!("../../shaders/gemm_f16.wgsl");
         let (helpers, body): (&[&str], &str) = match self {
             Kernel::Embeddings => (&[], include_str!("../../shaders/embeddings.wgsl")),
-            Kernel::Gemm(_) => (&[include_str!("../../shaders/gemm_vec4.wgsl")], GEMM),
-            Kernel::GemmScalar(_) => (&[include_str!("../../shaders/gemm_scalar.wgsl")], GEMM),
-            Kernel::GemmF16(_) => (&[include_str!("../../shaders/gemm_f16.wgsl")], GEMM),
-            Kernel::LayerNorm => (&[COMMON], include_str!("../../shaders/layer_norm.wgsl")),
+            Kernel::Gemm(_) => (
+                &[ACTIVATION, include_str!("../../shaders/gemm_vec4.wgsl")],
+                GEMM,
+            ),
+            Kernel::GemmScalar(_) => (
+                &[ACTIVATION, include_str!("../../shaders/gemm_scalar.wgsl")],
+                GEMM,
+            ),
+            Kernel::GemmF16(_) => (&[ACTIVATION, f16_loads], GEMM),
+            Kernel::GemmCoop => (
+                &[ACTIVATION, f16_loads],
+                include_str!("../../shaders/gemm_coop.wgsl"),
+            ),
+            Kernel::GemmReduce => (
+                &[ACTIVATION],
+                include_str!("../../shaders/gemm_reduce.wgsl"),
+            ),
+            Kernel::LayerNorm => (&[common], include_str!("../../shaders/layer_norm.wgsl")),
             Kernel::Attention => (
                 &[ATTENTION_IO],
                 include_str!("../../shaders/attention.wgsl"),
             ),
             Kernel::AttentionWide => (
-                &[COMMON, ATTENTION_IO],
+                &[common, ATTENTION_IO],
                 include_str!("../../shaders/attention_wide.wgsl"),
             ),
             Kernel::Gather => (&[], include_str!("../../shaders/gather.wgsl")),
         };
-        let rows = match self.tile_rows() {
+        let mut consts = match self.tile_rows() {
             1 => String::new(),
             r => format!("const RM: u32 = {}u;\n", r / 8),
         };
+        if matches!(
+            self,
+            Kernel::Gemm(_) | Kernel::GemmScalar(_) | Kernel::GemmF16(_) | Kernel::Attention
+        ) {
+            consts += &format!("alias OP = {};\n", if f16_ops { "f16" } else { "f32" });
+        }
+        if self == Kernel::GemmCoop {
+            consts += &format!("const SG: u32 = {}u;\n", choice.coop.unwrap_or(32));
+        }
         format!(
-            "{directives}{}{}{rows}{}\n{body}",
+            "{directives}{}{}{consts}{}\n{body}",
             self.params(),
             params::constants(),
             helpers.join("\n")
         )
     }
+
+    /// Whether the device runs this kernel (its features are on).
+    fn available(self, choice: &KernelChoice) -> bool {
+        match self {
+            Kernel::GemmF16(_) => choice.f16_weights,
+            Kernel::GemmCoop => choice.coop.is_some(),
+            _ => true,
+        }
+    }
+}
+
+/// How one GEMM is dispatched: its kernel, the workgroup grid over (columns, rows) and the
+/// number of parts its reduction is split into (`> 1`: partial sums, then `GemmReduce`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmPlan {
+    pub kernel: Kernel,
+    pub split_k: u32,
+}
+
+/// Workgroups a hardware GPU wants in flight per GEMM before it is worth splitting the
+/// reduction: a large GPU has ~100+ compute units, each holding several workgroups.
+const HARDWARE_GROUPS: usize = 512;
+/// The shortest reduction one split part is given.
+const MIN_SPLIT_K: usize = 128;
+
+impl GemmPlan {
+    /// The tiling of an `m × n` GEMM over a reduction of `k` (`f16`: f16 weights), by the
+    /// options' fixed tiling or by rule: 16-row tiles for short inputs; on hardware GPUs,
+    /// cooperative matrices when on, then 16-row tiles and split-K until the grid fills a
+    /// large GPU (`HARDWARE_GROUPS`); CPU-emulated adapters keep whole tiles (one thread per
+    /// core already has enough workgroups).
+    pub fn choose(choice: &KernelChoice, m: usize, n: usize, k: usize, f16: bool) -> GemmPlan {
+        let splits_for = |groups: usize| -> u32 {
+            let mut s = 1;
+            while groups * s < HARDWARE_GROUPS && k / (2 * s) >= MIN_SPLIT_K {
+                s *= 2;
+            }
+            s as u32
+        };
+        if let Some(t) = choice.tile {
+            let split_k = t.split_k.min(k.div_ceil(32) as u32).max(1);
+            let kernel = Kernel::gemm_tiled(k, f16, t.short);
+            return GemmPlan { kernel, split_k };
+        }
+        if f16 && choice.coop.is_some() && m > 32 {
+            let groups = n.div_ceil(64) * m.div_ceil(64);
+            let split_k = splits_for(groups);
+            return GemmPlan {
+                kernel: Kernel::GemmCoop,
+                split_k,
+            };
+        }
+        let kernel = Kernel::gemm(m, k, f16);
+        if !choice.hardware {
+            return GemmPlan { kernel, split_k: 1 };
+        }
+        let short = m <= 32 || n.div_ceil(64) * m.div_ceil(64) < HARDWARE_GROUPS;
+        let kernel = Kernel::gemm_tiled(k, f16, short);
+        let groups = n.div_ceil(64) * m.div_ceil(kernel.tile_rows());
+        GemmPlan {
+            kernel,
+            split_k: splits_for(groups),
+        }
+    }
+
+    /// The (x, y, z) workgroup grid: column tiles, row tiles, split parts.
+    pub fn groups(&self, m: usize, n: usize) -> [u32; 3] {
+        [
+            n.div_ceil(64) as u32,
+            m.div_ceil(self.kernel.tile_rows()) as u32,
+            self.split_k,
+        ]
+    }
+
+    /// The reduction each part covers: a multiple of the kernels' 32-deep k slices.
+    pub fn k_len(&self, k: usize) -> usize {
+        k.div_ceil(self.split_k as usize).next_multiple_of(32)
+    }
+
+    /// `gemm_f16 16x64 split 4`, for `bench`.
+    pub fn describe(&self) -> String {
+        let tile = match self.kernel.tile_rows() {
+            1 => String::new(),
+            r => format!(" {r}x64"),
+        };
+        let split = match self.split_k {
+            1 => String::new(),
+            s => format!(" split-k {s}"),
+        };
+        format!("{}{tile}{split}", self.kernel.name())
+    }
 }
 
 impl Pipelines {
-    /// Every kernel, the f16 one only when `f16` (its module needs the device feature).
-    pub fn new(device: &wgpu::Device, f16: bool) -> Self {
+    /// Every kernel the device can run (f16 and cooperative-matrix ones need their features),
+    /// in the variants `choice` names.
+    pub fn new(device: &wgpu::Device, choice: &KernelChoice) -> Self {
         let pipelines = Kernel::ALL
             .iter()
-            .filter(|k| f16 || !matches!(k, Kernel::GemmF16(_)))
+            .filter(|k| k.available(choice))
             .map(|k| {
                 let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(k.name()),
-                    source: wgpu::ShaderSource::Wgsl(k.code().into()),
+                    source: wgpu::ShaderSource::Wgsl(k.code(choice).into()),
                 });
                 let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(k.name()),
@@ -193,5 +341,92 @@ impl Pipelines {
             let msg = format!("no `{}` pipeline on this device", k.name());
             Error::gpu(GpuErrorKind::Internal, msg)
         })
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::super::context::TileChoice;
+    use super::*;
+    use wgpu::naga;
+
+    fn choice(subgroups: bool, f16_compute: bool, coop: Option<u32>) -> KernelChoice {
+        KernelChoice {
+            f16_weights: true,
+            f16_compute,
+            subgroups,
+            coop,
+            tile: None,
+            hardware: true,
+        }
+    }
+
+    /// Parses and validates `k`'s module with every capability on, then writes it as SPIR-V
+    /// (what Vulkan drivers receive), so variants no local adapter runs are still checked.
+    fn check(k: Kernel, c: &KernelChoice) {
+        let code = k.code(c);
+        let module = naga::front::wgsl::parse_str(&code)
+            .unwrap_or_else(|e| panic!("{}: {}\n{code}", k.name(), e.emit_to_string(&code)));
+        let mut validator = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        );
+        let info = validator
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}: {}", k.name(), e.emit_to_string(&code)));
+        let options = naga::back::spv::Options {
+            lang_version: (1, 6),
+            ..Default::default()
+        };
+        naga::back::spv::write_vec(&module, &info, &options, None)
+            .unwrap_or_else(|e| panic!("{}: SPIR-V: {e}", k.name()));
+    }
+
+    #[test]
+    fn every_kernel_variant_validates() {
+        for (subgroups, f16) in [(false, false), (true, false), (false, true), (true, true)] {
+            let c = choice(subgroups, f16, None);
+            for k in Kernel::ALL.iter().filter(|k| k.available(&c)) {
+                check(*k, &c);
+            }
+        }
+    }
+
+    #[test]
+    fn the_cooperative_matrix_gemm_validates_for_each_subgroup_size() {
+        for size in [32, 64] {
+            let c = choice(true, true, Some(size));
+            let code = Kernel::GemmCoop.code(&c);
+            assert!(
+                code.contains("coopMultiplyAdd") && code.contains(&format!("SG: u32 = {size}u"))
+            );
+            check(Kernel::GemmCoop, &c);
+        }
+    }
+
+    #[test]
+    fn gemms_split_only_on_hardware_and_only_long_reductions() {
+        let mut c = choice(false, false, None);
+        // bert-base at 1 x 128 tokens: 16-row tiles and split-K fill a large GPU.
+        let p = GemmPlan::choose(&c, 128, 768, 3072, false);
+        assert_eq!(p.kernel, Kernel::Gemm(Tile::Short));
+        assert!(p.split_k > 1 && p.k_len(3072) >= MIN_SPLIT_K, "{p:?}");
+        let groups = p.groups(128, 768);
+        assert!((groups[0] * groups[1] * groups[2]) as usize >= HARDWARE_GROUPS);
+        // A large batch has enough tiles already.
+        let p = GemmPlan::choose(&c, 4096, 768, 768, false);
+        assert_eq!((p.kernel, p.split_k), (Kernel::Gemm(Tile::Tall), 1));
+        // Never split a reduction too short to share.
+        assert_eq!(GemmPlan::choose(&c, 128, 64, 64, false).split_k, 1);
+        // CPU-emulated adapters: the plain rule.
+        c.hardware = false;
+        let p = GemmPlan::choose(&c, 128, 768, 3072, false);
+        assert_eq!((p.kernel, p.split_k), (Kernel::Gemm(Tile::Tall), 1));
+        // A fixed tiling wins, split at most once per 32-deep slice.
+        c.tile = Some("16:4".parse().unwrap());
+        let p = GemmPlan::choose(&c, 128, 768, 40, true);
+        assert_eq!((p.kernel, p.split_k), (Kernel::GemmF16(Tile::Short), 2));
+        assert_eq!(p.describe(), "gemm_f16 16x64 split-k 2");
+        assert!("32".parse::<TileChoice>().is_err() && "64:0".parse::<TileChoice>().is_err());
     }
 }

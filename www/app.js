@@ -430,7 +430,7 @@ action('cls', '#cls-run', async (model, watch) => {
   const text = $('#cls-text').value;
   const clf = teaching() ? await taught(model) : model;
   const result = teaching() || loaded.cls.mode === 'classifier'
-    ? await clf(text, { top_k: null, ...watch })
+    ? await clf(text, { top_k: null, ...(teaching() ? {} : watch) })
     : await clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value, ...watch });
   renderBars('#cls-out', result.map((r) => ({ ...r, dataset: { label: r.label } })));
   $('#cls-out').dataset.method = result.method ?? 'classifier';

@@ -65,14 +65,14 @@ fn check(e: &Engine, repeats: usize) {
         aggregation: Aggregation::First,
         ..Default::default()
     };
-    let plain = block_on(ner(&e, &text, &opts)).unwrap();
+    let plain = block_on(ner(e, &text, &opts)).unwrap();
 
     let all = Arc::new(Recorder {
         seen: Mutex::new(Vec::new()),
         stop_at: usize::MAX,
     });
     e.set_watch(Some(all.clone()));
-    let watched = block_on(ner(&e, &text, &opts)).unwrap();
+    let watched = block_on(ner(e, &text, &opts)).unwrap();
     e.set_watch(None);
     assert_eq!(watched.len(), plain.len());
     for (a, b) in watched.iter().zip(&plain) {
@@ -93,7 +93,7 @@ fn check(e: &Engine, repeats: usize) {
         stop_at: 2,
     });
     e.set_watch(Some(stop.clone()));
-    let err = block_on(ner(&e, &text, &opts)).unwrap_err();
+    let err = block_on(ner(e, &text, &opts)).unwrap_err();
     e.set_watch(None);
     assert!(matches!(err, Error::Cancelled), "{err}");
     assert_eq!(
@@ -101,5 +101,5 @@ fn check(e: &Engine, repeats: usize) {
         3,
         "stopped before the third window"
     );
-    assert_eq!(block_on(ner(&e, &text, &opts)).unwrap().len(), plain.len());
+    assert_eq!(block_on(ner(e, &text, &opts)).unwrap().len(), plain.len());
 }

@@ -41,6 +41,13 @@ MODELS = ROOT / "models"
 HEAD = ROOT / "tests" / "heads" / "nli"
 OUT = ROOT / "tests" / "golden" / "nli.json"
 
+LONG_PREMISE = " ".join(
+    f"Day {i}: the train from Zürich reached Milan at {7 + i % 12}:{10 + i % 50} after a delay, "
+    f"and the hotel near the station charged {80 + 7 * i} euros for a room with a view." for i in range(30))
+LONG_TEMPLATE = ("Reading the whole account from the first day to the last, with its trains, stations, hotels, "
+                 "delays, prices and views, and setting aside every detail that does not bear on the question, "
+                 * 8) + "the text is mostly about {}."
+
 CASES = [
     {"name": "tech", "texts": ["The new graphics card renders games at 120 frames per second."],
      "labels": ["technology", "sports", "cooking", "politics"], "template": None},
@@ -51,6 +58,11 @@ CASES = [
      "labels": ["sport", "cuisine", "finance", "musique", "voyage"], "template": "Ce texte parle de {}."},
     {"name": "one_label", "texts": ["I would like to cancel my subscription."],
      "labels": ["complaint"], "template": None},
+    # Over the model's 512 tokens: the pipeline cuts only the premise (truncation="only_first").
+    {"name": "long_premise", "texts": [LONG_PREMISE], "labels": ["travel", "finance", "weather"], "template": None},
+    # A hypothesis long enough that longest-first would cut it too; only_first keeps it whole.
+    {"name": "long_hypothesis", "texts": [LONG_PREMISE[:1800]], "labels": ["travel", "finance"],
+     "template": LONG_TEMPLATE},
 ]
 
 

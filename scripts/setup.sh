@@ -47,3 +47,12 @@ if [ -x "$venv/bin/python" ]; then
   "$venv/bin/python" scripts/make_onnx_dtypes.py --out "$onnx_dir" >target/onnx-dtypes.log 2>&1 \
     || echo "setup: building the ONNX dtype files failed (target/onnx-dtypes.log)" >&2
 fi
+# The demo ships MiniLM quantized: the q8 file above (onnxruntime's quantizer at transformers.js's
+# settings) goes into the demo's model folder as transformers.js names it, beside the safetensors.
+models="${WEBERT_MODELS:-models}"
+q8="$onnx_dir/minilm-optimum-q8.onnx"
+if [ -f "$q8" ] && ! cmp -s "$q8" "$models/minilm/onnx/model_quantized.onnx"; then
+  mkdir -p "$models/minilm/onnx" && cp "$q8" "$models/minilm/onnx/model_quantized.onnx"
+fi
+[ -f "$models/minilm/onnx/model_quantized.onnx" ] \
+  || echo "setup: no q8 MiniLM for the demo (models/minilm/onnx/model_quantized.onnx); it offers f32 only" >&2

@@ -130,8 +130,8 @@ const MAX_BATCH: usize = 32;
 
 /// Watches a call's windows: before each batch, and once all are done, `between(done, total)`
 /// reports the windows run so far; its future resolving to `false` cancels the call
-/// ([`Error::Cancelled`]). On the CPU a watched call runs one window per batch, so that progress
-/// and cancelling go by window.
+/// ([`Error::Cancelled`]). A watched call runs one window per batch (CPU and GPU), so that
+/// progress and cancelling go by window.
 pub trait Watch: Send + Sync {
     fn between(
         &self,
@@ -555,11 +555,9 @@ impl Engine {
         let head = want.head_index().unwrap_or(0);
         let (logit_cols, logit_rows) = (self.plan.logits_cols(head), self.plan.logits_rows(head));
         let watch = self.watch.lock().unwrap().clone();
-        let batch = if watch.is_some() && !self.has_gpu() {
-            1
-        } else {
-            MAX_BATCH
-        };
+        // Watched: one window per forward on either executor, so that progress and cancelling
+        // go by window (on a GPU, one submission and readback per window).
+        let batch = if watch.is_some() { 1 } else { MAX_BATCH };
         for (chunk_i, chunk) in windows.chunks(batch).enumerate() {
             if let Some(w) = &watch {
                 if !w.between(chunk_i * batch, windows.len()).await {

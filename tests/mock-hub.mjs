@@ -50,7 +50,7 @@ export function serveHub({ repos, port = 0 }) {
     log.push({ method: req.method, path });
     const cors = {
       'Access-Control-Allow-Origin': '*',
-      'Access-Control-Expose-Headers': 'Content-Length, ETag, X-Error-Code, X-Repo-Commit',
+      'Access-Control-Expose-Headers': 'Content-Length, ETag, X-Error-Code, X-Linked-Size, X-Repo-Commit',
       'Cross-Origin-Resource-Policy': 'cross-origin',
     };
     const send = (code, body, headers = {}) => {
@@ -90,7 +90,7 @@ export function serveHub({ repos, port = 0 }) {
     }
     if (!cdn && LFS.test(file)) {
       const to = `${base}/cdn/${id}/${file}?sig=${Date.now()}`;
-      return send(302, `Found. Redirecting to ${to}`, { Location: to });
+      return send(302, `Found. Redirecting to ${to}`, { Location: to, 'X-Linked-Size': size });
     }
     const kind = takeFault(r, file);
     if (kind === 'hang') return; // the connection stays open, unanswered

@@ -85,3 +85,18 @@ fn a_classifier_without_an_entailment_label_and_a_bare_encoder_use_similarity() 
     assert_eq!(method(&engine(&with_head("seqcls"))), Method::Similarity);
     assert_eq!(method(&engine(&model_dir("minilm"))), Method::Similarity);
 }
+
+#[test]
+fn a_hypothesis_that_leaves_the_premise_no_room_is_an_error() {
+    // HF's pipeline falls back to no truncation here and the model fails on the over-long pair.
+    let e = engine(nli_dir());
+    let opts = ZeroShotOptions {
+        hypothesis_template: format!("{} {{}}", "word ".repeat(600)),
+        multi_label: false,
+    };
+    let err = block_on(zero_shot_many(&e, &["a short premise"], &["news"], &opts)).unwrap_err();
+    assert!(
+        err.to_string().contains("tokens) cannot make it fit"),
+        "{err}"
+    );
+}

@@ -1,6 +1,7 @@
 // The demo page: four tabs, each with a model (loaded on first use, from a URL, a picked folder
 // or a dropped folder) and a task run through the webert package in a Web Worker.
 import { env, pipeline, redact, train, webgpuAdapter } from './pkg/webert.js';
+import { resolveModel } from './pkg/env.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -19,11 +20,27 @@ function el(tag, attrs = {}, ...children) {
 // Each tab's model: what to load by default and what is loaded now. `weights`: the file whose
 // size the page shows before the download starts. A model the user picks in the classification
 // tab has task `classification`: a classifier, an NLI model or a sentence encoder (see `open`).
+// MiniLM (classification and similarity tabs) ships as q8 (transformers.js's browser default,
+// `onnx/model_quantized.onnx`) and f32 (`model.safetensors`); `#dtype` picks, `?dtype=fp32` preselects.
+const MINILM = {
+  q8: { label: 'q8', weights: 'onnx/model_quantized.onnx' },
+  fp32: { label: 'f32', weights: 'model.safetensors' },
+};
+const minilm = (tab, dtype) => ({
+  task: { cls: 'zero-shot-classification', sim: 'feature-extraction' }[tab],
+  source: 'models/minilm/',
+  dtype,
+  weights: MINILM[dtype].weights,
+  name: tab === 'cls'
+    ? `models/minilm (${MINILM[dtype].label}), zero-shot by sentence similarity`
+    : `models/minilm (all-MiniLM-L6-v2, ${MINILM[dtype].label})`,
+});
+if (new URLSearchParams(location.search).get('dtype') === 'fp32') $('#dtype').value = 'fp32';
 const DEFAULTS = {
   ner: { task: 'token-classification', source: 'models/pii/', name: 'models/pii (Rampart PII, 4-bit ONNX)', weights: 'onnx/model_q4.onnx' },
-  cls: { task: 'zero-shot-classification', source: 'models/minilm/', name: 'models/minilm, zero-shot by sentence similarity', weights: 'model.safetensors' },
+  cls: minilm('cls', $('#dtype').value),
   qa: null,
-  sim: { task: 'feature-extraction', source: 'models/minilm/', name: 'models/minilm (all-MiniLM-L6-v2)', weights: 'model.safetensors' },
+  sim: minilm('sim', $('#dtype').value),
   pt: null, // the Similarity tab's "pre-training heads" section: the user's own checkpoint
 };
 const chosen = { ...DEFAULTS };
@@ -73,9 +90,12 @@ function progressRow(want) {
     $('#loads').append(row.li);
     rows.set(key, row);
     if (want.weights && typeof want.source === 'string') {
-      // The size before the download starts, from the weights file's headers.
-      fetch(new URL(want.weights, new URL(want.source, location.href)), { method: 'HEAD' })
-        .then((r) => Number(r.headers.get('content-length')) || 0)
+      // The size before the download starts, from the weights file's headers (a Hub id's folder
+      // on env.remoteHost; its 302 to the CDN is followed). For other URLs the package reports
+      // the size from the weights' response headers, before their bytes.
+      const folder = new URL(resolveModel(want.source).source, location.href);
+      fetch(new URL(want.weights, folder.href.endsWith('/') ? folder : `${folder}/`), { method: 'HEAD' })
+        .then((r) => (r.ok && Number(r.headers.get('content-length'))) || 0)
         .then((n) => {
           row.size = n;
           row.li.dataset.size = n;
@@ -207,7 +227,7 @@ function sync(tab) {
   $(`#panel-${tab} .model-name`).textContent = inUse ? inUse.name : 'none loaded';
   if (tab === 'cls') {
     const mode = loaded.cls?.mode ?? 'similarity';
-    $('#cls-zero-shot').hidden = inUse === DEFAULTS.cls;
+    $('#cls-zero-shot').hidden = inUse === DEFAULTS.cls || inUse.source === 'models/minilm/' && !!inUse.dtype;
     $('#cls-zs-options').hidden = teaching() || mode === 'classifier';
     $('#cls-method').textContent = METHODS[mode];
     $('#cls-method').dataset.method = mode;
@@ -247,7 +267,7 @@ function action(tab, button, fn) {
     b.disabled = true;
     b.setAttribute('aria-busy', 'true');
     $(`#panel-${tab}`).classList.add('running'); // the previous result dims until this one is in
-    const cancel = $(`#${tab}-cancel`);
+    const cancel = button.endsWith('-run') && $(button.replace(/-run$/, '-cancel'));
     const ac = new AbortController();
     let windows = null;
     const watch = cancel ? {
@@ -313,7 +333,7 @@ function code(tab) {
     return;
   }
   const src = typeof want.source === 'string' ? `'${want.source}'` : 'files /* the FileList of <input type=file webkitdirectory> */';
-  const opts = { device: device(), ...(quantized === 'f32' ? { quantized } : {}) };
+  const opts = { device: device(), ...(want.dtype && { dtype: want.dtype }), ...(quantized === 'f32' ? { quantized } : {}) };
   const mode = loaded[tab]?.want === want ? loaded[tab].mode : null;
   const task = want.task === 'classification' ? (mode === 'classifier' ? 'text-classification' : 'zero-shot-classification') : want.task;
   if (tab === 'pt') {
@@ -406,12 +426,12 @@ function renderBars(list, items) {
       el('span', { class: 'bar', style: `--w: ${Math.max(0, Math.min(1, score))}` }))));
 }
 
-action('cls', '#cls-run', async (model) => {
+action('cls', '#cls-run', async (model, watch) => {
   const text = $('#cls-text').value;
   const clf = teaching() ? await taught(model) : model;
   const result = teaching() || loaded.cls.mode === 'classifier'
-    ? await clf(text, { top_k: null })
-    : await clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value });
+    ? await clf(text, { top_k: null, ...(teaching() ? {} : watch) })
+    : await clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value, ...watch });
   renderBars('#cls-out', result.map((r) => ({ ...r, dataset: { label: r.label } })));
   $('#cls-out').dataset.method = result.method ?? 'classifier';
   setLatency('#cls-ms', result, clf);
@@ -488,7 +508,7 @@ async function taught(model) {
   if (teach?.want === chosen.cls) return teach.clf;
   const saved = await headStore.get().catch(() => null);
   if (!saved) throw new Error('Teach mode: train a classifier first (or load a head).');
-  const clf = await pipeline('text-classification', chosen.cls.source, { head: saved.head, device: device(), quantized });
+  const clf = await pipeline('text-classification', chosen.cls.source, { head: saved.head, device: device(), quantized, dtype: chosen.cls.dtype });
   teach?.clf.dispose();
   teach = { clf, want: chosen.cls };
   showHead(clf, 'Saved head');
@@ -521,7 +541,7 @@ $('#teach-load').addEventListener('change', async () => {
   if (!file) return;
   try {
     await ensure('cls');
-    const clf = await pipeline('text-classification', chosen.cls.source, { head: file, device: device(), quantized });
+    const clf = await pipeline('text-classification', chosen.cls.source, { head: file, device: device(), quantized, dtype: chosen.cls.dtype });
     await keep(clf);
     showHead(clf, `Loaded ${file.name}`);
     showError('cls', null);
@@ -537,9 +557,9 @@ headStore.get().then((saved) => {
 }, () => {});
 
 // --- Question answering ---
-action('qa', '#qa-run', async (qa) => {
+action('qa', '#qa-run', async (qa, watch) => {
   const context = $('#qa-context').value;
-  const answers = await qa($('#qa-question').value, context, { top_k: 3 });
+  const answers = await qa($('#qa-question').value, context, { top_k: 3, ...watch });
   const out = $('#qa-out');
   const best = answers[0];
   if (!best) {
@@ -556,9 +576,9 @@ action('qa', '#qa-run', async (qa) => {
 });
 
 // --- Similarity ---
-action('sim', '#sim-run', async (embed) => {
+action('sim', '#sim-run', async (embed, watch) => {
   const docs = $('#sim-docs').value.split('\n').map((s) => s.trim()).filter(Boolean);
-  const ranked = await embed.rank($('#sim-query').value, docs);
+  const ranked = await embed.rank($('#sim-query').value, docs, watch);
   renderBars('#sim-out', ranked.map((r) => ({ label: r.text, score: r.score, dataset: { index: r.corpus_id } })));
   setLatency('#sim-ms', ranked, embed);
 });
@@ -607,6 +627,7 @@ const HUB_MODELS = {
   sim: [{ id: 'Xenova/all-MiniLM-L6-v2', what: 'sentence embeddings' }],
 };
 const HUB_DTYPE = 'q8';
+const HUB_WEIGHTS = 'onnx/model_quantized.onnx'; // its file: the size shown before the download
 // `?hub=URL` fetches them from another host with the Hub's URL layout (a mirror; the tests' mock).
 const hubHost = new URLSearchParams(location.search).get('hub');
 if (hubHost) env.remoteHost = hubHost;
@@ -615,7 +636,7 @@ function hubModels(tab, task) {
   const note = el('span', { class: 'hub-note' });
   const buttons = HUB_MODELS[tab].map(({ id, what }) => {
     const b = el('button', { type: 'button', class: 'hub-model', dataset: { id }, title: `${id} from huggingface.co (${HUB_DTYPE}); not tested here` }, `${id} — ${what}`);
-    b.addEventListener('click', () => choose(tab, task, id, `${id} (Hugging Face Hub, ${HUB_DTYPE})`, HUB_DTYPE));
+    b.addEventListener('click', () => choose(tab, task, id, `${id} (Hugging Face Hub, ${HUB_DTYPE})`, HUB_DTYPE, HUB_WEIGHTS));
     return b;
   });
   const update = () => {
@@ -658,8 +679,8 @@ async function filesFromDrop(items) {
   return { files: out, name: 'dropped files' };
 }
 
-function choose(tab, task, source, name, dtype) {
-  chosen[tab] = { task, source, name, dtype };
+function choose(tab, task, source, name, dtype, weights) {
+  chosen[tab] = { task, source, name, dtype, weights };
   for (const out of OUTPUTS[tab]) $(out).replaceChildren(); // results of the previous model
   ensure(tab).catch(() => {});
 }
@@ -723,6 +744,36 @@ $('#device').addEventListener('change', () => {
     sync(tab);
   }
   ensure(tabs.find((t) => t.getAttribute('aria-selected') === 'true').id.replace('tab-', '')).catch(() => {});
+});
+
+// The MiniLM weights: each choice with its download size (from the file's headers); a q8 file
+// that set-up did not make leaves f32 only. Tabs on the default MiniLM reload with the new one.
+for (const opt of $('#dtype').options) {
+  fetch(new URL(MINILM[opt.value].weights, new URL('models/minilm/', location.href)), { method: 'HEAD' }).then((r) => {
+    const n = Number(r.headers.get('content-length'));
+    if (r.ok) {
+      opt.textContent = `${MINILM[opt.value].label}${opt.value === 'q8' ? ' (8-bit)' : ''}${n ? ` · ${mb(n)} MB` : ''}`;
+      opt.dataset.size = n;
+    }
+    if (r.status !== 404 || opt.value !== 'q8') return;
+    opt.disabled = true;
+    opt.textContent = 'q8: not built here (run scripts/setup.sh)';
+    if ($('#dtype').value === 'q8') {
+      $('#dtype').value = 'fp32';
+      $('#dtype').dispatchEvent(new Event('change'));
+    }
+  }, () => {}); // offline: the choice stays (the package's cache may hold either)
+}
+$('#dtype').addEventListener('change', () => {
+  const dtype = $('#dtype').value;
+  const current = tabs.find((t) => t.getAttribute('aria-selected') === 'true').id.replace('tab-', '');
+  for (const tab of ['cls', 'sim']) {
+    const was = DEFAULTS[tab];
+    DEFAULTS[tab] = minilm(tab, dtype);
+    if (chosen[tab] === was) chosen[tab] = DEFAULTS[tab];
+    sync(tab);
+    if (tab === current || loaded[tab]) ensure(tab).catch(() => {});
+  }
 });
 
 webgpuAdapter().then((a) => {

@@ -111,6 +111,45 @@ impl TextTokenizer {
         r.map_err(|e| Error::Tokenizer(e.to_string()))
     }
 
+    /// A (text, pair) encoding of at most `max_len` tokens that shortens only the text, as HF's
+    /// `truncation="only_first"` (the zero-shot pipeline's premise). When the pair and the
+    /// special tokens leave the text no token, HF's pipeline falls back to no truncation and
+    /// the model then fails on the over-long input; this says so instead.
+    pub fn encode_only_first(&self, text: &str, pair: &str, max_len: usize) -> Result<Encoding> {
+        let enc = self.encode(text, Some(pair))?;
+        if enc.len() <= max_len {
+            return Ok(enc);
+        }
+        let first = enc
+            .get_sequence_ids()
+            .iter()
+            .filter(|s| **s == Some(0))
+            .count();
+        let over = enc.len() - max_len;
+        if first <= over {
+            return Err(Error::Input(format!(
+                "the pair is {} tokens and the model takes {max_len}: cutting only the first text ({first} tokens) cannot make it fit, the second is {} tokens with the special tokens",
+                enc.len(),
+                enc.len() - first
+            )));
+        }
+        let mut tok = self.lock();
+        let params = TruncationParams {
+            direction: TruncationDirection::Right,
+            max_length: max_len,
+            strategy: TruncationStrategy::OnlyFirst,
+            stride: 0,
+        };
+        tok.with_truncation(Some(params))
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        let r = tok.encode_char_offsets((text, pair), true);
+        tok.with_truncation(None)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        let mut enc = r.map_err(|e| Error::Tokenizer(e.to_string()))?;
+        enc.take_overflowing();
+        Ok(enc)
+    }
+
     /// Every window of the input: the first encoding and its overflows, in order.
     pub fn encode_windows(
         &self,

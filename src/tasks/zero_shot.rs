@@ -118,9 +118,8 @@ async fn nli(
     let mut windows = Vec::with_capacity(texts.len() * hypotheses.len());
     for t in texts {
         for h in hypotheses {
-            // HF truncates only the premise; longest-first cuts the same tokens while the
-            // hypothesis is the shorter text, which a label template always is in practice.
-            windows.push(engine.encode(t, Some(h), Some(usize::MAX))?);
+            // As HF's pipeline (`truncation="only_first"`): only the premise is cut.
+            windows.push(engine.tokenizer.encode_only_first(t, h, engine.max_len())?);
         }
     }
     let outs = engine.run(&windows, Want::Logits, &[]).await?;

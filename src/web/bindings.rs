@@ -238,9 +238,13 @@ impl WebEngine {
         request: String,
         watch: js_sys::Function,
     ) -> js_sys::Promise {
+        let heads = self.heads.borrow().clone();
         self.one_at_a_time(|engine| async move {
             engine.set_watch(Some(std::sync::Arc::new(JsWatch(watch))));
-            let result = calls::call(&engine, &task, &request).await;
+            let result = match task.as_str() {
+                trained::TASK => trained::call(&engine, &heads, &request).await,
+                _ => calls::call(&engine, &task, &request).await,
+            };
             engine.set_watch(None);
             result
         })

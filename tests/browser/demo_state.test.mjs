@@ -109,7 +109,7 @@ test('first minute: the sample text comes out right, one progress row per model 
   }
   const size = (key, mb) => assert.ok(rows.rows[key].some((t) => t.includes(`${mb} MB to download`)), `${key}: ${rows.rows[key]}`);
   size('models/pii/', '14.0');
-  size('models/minilm/', '86.7');
+  size('models/minilm/', '21.8'); // q8 (onnx/model_quantized.onnx), the default
   const err = await run(page, 'ner');
   assert.equal(err, null);
   const got = await page.$$eval('#ner-out mark', (ms) => ms.map((m) => [m.dataset.label, m.textContent]));
@@ -152,7 +152,7 @@ test('classification: a failed load leaves every view on the model in use', T, a
   await page.click('#tab-cls');
   await page.waitForFunction(() => document.querySelector('#cls-method').dataset.method === 'similarity');
   const initial = await clsState(page);
-  assert.deepEqual({ ...initial, error: null }, { model: 'models/minilm, zero-shot by sentence similarity', labels: true, back: false, method: 'similarity', error: null });
+  assert.deepEqual({ ...initial, error: null }, { model: 'models/minilm (q8), zero-shot by sentence similarity', labels: true, back: false, method: 'similarity', error: null });
 
   const msg = await loadUrl(page, 'cls', 'https://example.invalid/model/');
   assert.match(msg, /^Could not load https:\/\/example\.invalid\/model\/: network error fetching https:\/\/example\.invalid\/model\/config\.json: Failed to fetch\. The server may not allow cross-origin requests/);
@@ -269,7 +269,7 @@ test('a server without CORS gets a hint; Hugging Face addresses stay absolute', 
   assert.match(typed, /fetching https:\/\/huggingface\.co\/org\/model\/resolve\/main\/config\.json/);
   assert.doesNotMatch(typed, /fetching http:\/\/127\.0\.0\.1/);
   // the similarity tab still runs on its MiniLM
-  assert.equal(await page.textContent('#panel-sim .model-name'), 'models/minilm (all-MiniLM-L6-v2)');
+  assert.equal(await page.textContent('#panel-sim .model-name'), 'models/minilm (all-MiniLM-L6-v2, q8)');
   assert.equal(await run(page, 'sim'), null);
   await page.screenshot({ path: join(ARTIFACTS, 'state-sim-1280.png'), fullPage: true });
 });

@@ -6,7 +6,7 @@
 //   node --test tests/browser/hub-browser.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODELS, PKG, ROOT, requireModels } from './golden.mjs';
@@ -32,6 +32,8 @@ before(async () => {
       't/truncated': { dir: TINY, faults: { 'model.safetensors': 'truncate' } },
       // A QA model under the demo's QA entry's id, with safetensors only (no q8 file).
       'Xenova/distilbert-base-cased-distilled-squad': { dir: join(ROOT, 'tests/tiny/electra-qa') },
+      // The demo's similarity entry: the shipped MiniLM folder, q8 included (scripts/setup.sh).
+      'Xenova/all-MiniLM-L6-v2': { dir: join(MODELS, 'minilm') },
     },
   });
   blank = mkdtempSync(join(tmpdir(), 'webert-hub-page-'));
@@ -126,5 +128,32 @@ test('demo: Hub entries load by id from the host, and say why they are unavailab
   assert.match(await demo.textContent('#panel-qa .hub-note'), /Unavailable: this page is offline/);
   await browser.context.setOffline(false);
   await demo.waitForFunction((sel) => !document.querySelector(sel).disabled, entry);
+  await demo.close();
+});
+
+test('demo: a Hub entry shows its download size before the weights arrive', T, async () => {
+  const demo = await browser.context.newPage();
+  // Every text the progress rows have, in order.
+  await demo.addInitScript(() => {
+    window.__rows = [];
+    addEventListener('DOMContentLoaded', () => new MutationObserver(() => {
+      for (const li of document.querySelectorAll('#loads li')) window.__rows.push(li.textContent);
+    }).observe(document.querySelector('#loads'), { subtree: true, childList: true, characterData: true }));
+  });
+  await demo.goto(`${server.url}?device=cpu&hub=${encodeURIComponent(hub.url)}`);
+  await demo.click('#tab-sim');
+  await demo.click('#panel-sim summary');
+  await demo.click('#panel-sim .hub-model[data-id="Xenova/all-MiniLM-L6-v2"]');
+  await demo.waitForFunction(() => document.querySelector('#panel-sim .model-name').textContent.startsWith('Xenova/all-MiniLM-L6-v2'), null, { timeout: 120_000 });
+  assert.equal(await demo.$eval('#sim-error', (e) => (e.hidden ? null : e.textContent)), null);
+  const size = statSync(join(MODELS, 'minilm/onnx/model_quantized.onnx')).size;
+  const rows = (await demo.evaluate(() => window.__rows)).filter((t) => t.includes('Xenova/all-MiniLM-L6-v2'));
+  // A row whose bytes are the small text files only, and whose total already counts the weights.
+  const early = rows.map((t) => t.match(/Downloading .*: ([\d.]+) \/ ([\d.]+) MB/)).filter(Boolean)
+    .find((m) => Number(m[1]) * 1048576 < size / 10 && Number(m[2]) * 1048576 >= size - 52429);
+  assert.ok(early, `the size shows before the weights' bytes: ${JSON.stringify(rows.slice(0, 8))}`);
+  // The page asked for it with HEAD, through the Hub's redirect, which says the size too.
+  const heads = hub.requests('Xenova/all-MiniLM-L6-v2', 'onnx/model_quantized.onnx').filter((r) => r.method === 'HEAD');
+  assert.deepEqual(heads.map((r) => r.path.split('/')[1]), ['Xenova', 'cdn'], JSON.stringify(heads));
   await demo.close();
 });

@@ -63,6 +63,12 @@ test('an id loads from the remote host, weights through its redirect, with progr
   assert.deepEqual([...files].sort(), ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
   const last = events.filter((e) => e.stage === 'download').at(-1);
   assert.equal(last.bytes, last.total);
+  // The weights' size is known from their response's headers, before any of their bytes.
+  const size = readFileSync(join(TINY, 'model.safetensors')).byteLength;
+  const at = events.findIndex((e) => e.file === 'model.safetensors');
+  const texts = events.slice(0, at).filter((e) => e.stage === 'download').at(-1);
+  assert.equal(events[at].bytes, texts.bytes, 'no weight bytes yet');
+  assert.equal(events[at].total, texts.total + size, 'the total counts the weights');
   clf.dispose();
 
   // A Hub URL is its id; a revision is a path segment.

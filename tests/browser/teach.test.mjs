@@ -22,7 +22,7 @@ before(async () => {
   server = await serve({ mounts: { '/': join(ROOT, 'www'), '/models/': MODELS } });
   browser = await launch();
   page = browser.page;
-  await page.goto(server.url);
+  await page.goto(`${server.url}?dtype=fp32`); // the goldens are features of the f32 MiniLM
 });
 
 after(async () => {

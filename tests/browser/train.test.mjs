@@ -71,6 +71,12 @@ test('a classifier answers as any text-classification pipeline: top_k, arrays, o
   assert.deepEqual(all.map((r) => r.length), [2, 2]);
   assert.ok(Math.abs(all[1][0].score + all[1][1].score - 1) < 1e-6);
   assert.equal(all[1][0].label, 'negative');
+  // Watched (onProgress, signal) as any pipeline: the same answer, window by window.
+  const seen = [];
+  const watched = await clf(['What a wonderful day!', 'This is awful.'], { top_k: null, onProgress: (p) => seen.push(p.done), signal: new AbortController().signal });
+  assert.deepEqual(watched.map((r) => r.map((x) => x.label)), all.map((r) => r.map((x) => x.label)));
+  watched.flat().forEach((x, i) => assert.ok(Math.abs(x.score - all.flat()[i].score) < 1e-6));
+  assert.deepEqual(seen, [0, 1, 2]);
   await assert.rejects(clf({ text: 'a', text_pair: 'b' }), /single texts, not pairs/);
   clf.dispose();
 });

@@ -239,6 +239,7 @@ function checkJson(name, bytes, res, where) {
 
 async function readBody(res, url, name, progress, signal) {
   const total = Number(res.headers.get('content-length')) || 0;
+  if (total) progress.update(name, 0, total); // the size, before any of the body arrives
   if (!res.body) return new Uint8Array(await res.arrayBuffer().finally(() => res.dog?.stop()));
   const reader = res.body.getReader();
   const chunks = [];

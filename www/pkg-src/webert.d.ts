@@ -183,7 +183,7 @@ export interface CallProgress {
  * Any call may be watched: it then reports its windows (long texts are cut into overlapping
  * windows of the model's length) and stops before the next window when `signal` aborts (the
  * promise rejects with `signal.reason` at once). A watched call skips the express lane and runs
- * one window per batch on the CPU.
+ * one window per batch (CPU and WebGPU).
  */
 export interface CallControl {
   signal?: AbortSignal;

@@ -41,7 +41,8 @@ mod cli {
         after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
                       WEBERT_GPU_F16 (0 keeps f32 GPU weights, 1 requires f16), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
-                      WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32)"
+                      WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32), \
+                      WEBERT_MEMORY_BUDGET (bytes for weights and activations, e.g. 4G; default 8G)"
     )]
     struct Cli {
         #[command(subcommand)]
@@ -313,11 +314,20 @@ mod cli {
                 )))
             }
         };
+        let memory_budget = match var("WEBERT_MEMORY_BUDGET") {
+            None => None,
+            Some(v) => Some(webert::model::budget::parse(&v).ok_or_else(|| {
+                Error::Input(format!(
+                    "WEBERT_MEMORY_BUDGET={v}: expected bytes, e.g. 4G or 512M"
+                ))
+            })?),
+        };
         Ok(LoadOptions {
             device,
             gpu: GpuOptions { max_binding, f16 },
             isa: var("WEBERT_ISA"),
             quantized,
+            memory_budget,
             ..Default::default()
         })
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers that see outside bytes (cargo-fuzz, nightly; `cargo install cargo-fuzz`):
-#   bash scripts/fuzz.sh [TARGET|all] [RUNS]      (default: all, 200000 executions each)
+#   bash scripts/fuzz.sh [TARGET|all] [RUNS]      (default: all, 200000 executions each;
+#   WEBERT_FUZZ_SECONDS=N also stops each target after N seconds)
 # Targets (tests/fuzz/fuzz_targets, each one call into webert::fuzz): safetensors, config,
 # tokenizer, onnx, web_call, head. For each: seeds are made in target/fuzz-seeds/TARGET (the
 # tiny and real models' files and their truncations, mini ONNX encoders, head files), the target
@@ -13,10 +14,11 @@
 # The log of each run is target/fuzz-work/TARGET.log (execs, cov and ft figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all=(safetensors config tokenizer onnx web_call head)
+all=(config head safetensors tokenizer onnx web_call)
 want=${1:-all}
 runs=${2:-200000}
 cap=${WEBERT_FUZZ_CAP:-65536}
+seconds=${WEBERT_FUZZ_SECONDS:-0}
 [ "$want" = all ] && targets=("${all[@]}") || targets=("$want")
 fuzz=(cargo +nightly fuzz)
 opts=(--fuzz-dir tests/fuzz --target-dir target/fuzz -s none -a)
@@ -84,7 +86,7 @@ for t in "${targets[@]}"; do
   echo "== $t: $runs runs"
   status=0
   "${fuzz[@]}" run "${opts[@]}" "$t" "$work" "$corpus" "target/fuzz-seeds/$t" -- \
-    -runs="$runs" -max_len="$(max_len "$t")" -timeout=20 -rss_limit_mb=3072 \
+    -runs="$runs" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=20 -rss_limit_mb=3072 \
     -print_final_stats=1 > "target/fuzz-work/$t.log" 2>&1 || status=$?
   grep -E '^#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|ERROR|panicked' "target/fuzz-work/$t.log" || true
   if [ "$status" -ne 0 ]; then
@@ -96,5 +98,5 @@ for t in "${targets[@]}"; do
   find "$work" "$corpus" "target/fuzz-seeds/$t" -type f -size -"$((cap + 1))"c -exec cp -t "$small" {} +
   "$bin/$t" -merge=1 -max_len="$(max_len "$t")" -timeout=20 "$merged" "$small" > "target/fuzz-work/$t.merge.log" 2>&1
   rm -rf "$corpus" && mv "$merged" "$corpus"
-  echo "   corpus: $(ls "$corpus" | wc -l) inputs, $(du -sh "$corpus" | cut -f1)"
+  echo "   corpus: $(ls "$corpus" | wc -l) inputs, $(du -sh --apparent-size "$corpus" | cut -f1)"
 done

@@ -8,7 +8,7 @@
 # runs RUNS executions over the committed corpus and the seeds (new inputs land in
 # target/fuzz-work/TARGET), then the committed corpus tests/fuzz/corpus/TARGET is replaced by a
 # minimized merge (libFuzzer -merge=1) of everything up to $WEBERT_FUZZ_CAP bytes per input
-# (default 65536; larger seeds stay generated). A crash stops the run and leaves its input in
+# (default 16384; larger seeds stay generated). A crash stops the run and leaves its input in
 # tests/fuzz/artifacts/TARGET: fix it, then move the input to tests/fuzz/regressions/TARGET,
 # which tests/fuzz_corpus.rs replays on stable along with the corpus.
 # The log of each run is target/fuzz-work/TARGET.log (execs, cov and ft figures).
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 all=(config head safetensors tokenizer onnx web_call)
 want=${1:-all}
 runs=${2:-200000}
-cap=${WEBERT_FUZZ_CAP:-65536}
+cap=${WEBERT_FUZZ_CAP:-16384}
 seconds=${WEBERT_FUZZ_SECONDS:-0}
 [ "$want" = all ] && targets=("${all[@]}") || targets=("$want")
 fuzz=(cargo +nightly fuzz)

@@ -40,43 +40,41 @@ fn probe_added_tokens(tok: &Tokenizer, pair: bool) -> usize {
 /// templates where encoding would panic (a special token the template names but the processor
 /// lacks, `$B` in the single-text template, a token whose ids and strings differ in number).
 fn check_post_processor(p: &Value) -> std::result::Result<(), String> {
-    match p.get("type").and_then(Value::as_str) {
-        Some("Sequence") => (p.get("processors").and_then(Value::as_array))
-            .into_iter()
-            .flatten()
-            .try_for_each(check_post_processor),
-        Some("TemplateProcessing") => {
-            let specials = p.get("special_tokens").and_then(Value::as_object);
-            for (name, token) in specials.into_iter().flatten() {
-                let len = |k: &str| token.get(k).and_then(Value::as_array).map(Vec::len);
-                if len("ids") != len("tokens") {
+    // By structure, not by `type`: `tokenizers` picks the processor by the fields it finds.
+    if let Some(list) = p.get("processors").and_then(Value::as_array) {
+        list.iter().try_for_each(check_post_processor)?;
+    }
+    if p.get("single").is_none() && p.get("pair").is_none() {
+        return Ok(());
+    }
+    let specials = p.get("special_tokens").and_then(Value::as_object);
+    for (name, token) in specials.into_iter().flatten() {
+        let len = |k: &str| token.get(k).and_then(Value::as_array).map(Vec::len);
+        if len("ids") != len("tokens") {
+            return Err(format!(
+                "special token `{name}` has {:?} ids for {:?} tokens",
+                len("ids"),
+                len("tokens")
+            ));
+        }
+    }
+    for (template, pair) in [("single", false), ("pair", true)] {
+        let pieces = p.get(template).and_then(Value::as_array);
+        for piece in pieces.into_iter().flatten() {
+            if let Some(id) = piece.pointer("/SpecialToken/id").and_then(Value::as_str) {
+                if !specials.is_some_and(|s| s.contains_key(id)) {
                     return Err(format!(
-                        "special token `{name}` has {:?} ids for {:?} tokens",
-                        len("ids"),
-                        len("tokens")
+                        "the {template} template names special token `{id}`, which the post-processor lacks"
                     ));
                 }
             }
-            for (template, pair) in [("single", false), ("pair", true)] {
-                let pieces = p.get(template).and_then(Value::as_array);
-                for piece in pieces.into_iter().flatten() {
-                    if let Some(id) = piece.pointer("/SpecialToken/id").and_then(Value::as_str) {
-                        if !specials.is_some_and(|s| s.contains_key(id)) {
-                            return Err(format!(
-                                "the {template} template names special token `{id}`, which the post-processor lacks"
-                            ));
-                        }
-                    }
-                    let seq = piece.pointer("/Sequence/id").and_then(Value::as_str);
-                    if !pair && seq == Some("B") {
-                        return Err("the single-text template takes a second text ($B)".into());
-                    }
-                }
+            let seq = piece.pointer("/Sequence/id").and_then(Value::as_str);
+            if !pair && seq == Some("B") {
+                return Err("the single-text template takes a second text ($B)".into());
             }
-            Ok(())
         }
-        _ => Ok(()),
     }
+    Ok(())
 }
 
 /// How to split an input that is longer than one window.
@@ -298,9 +296,20 @@ mod tests {
         assert!(e.to_string().contains("second text ($B)"), "{e}");
         let nested = serde_json::json!({"type": "Sequence", "processors": [fixed.clone()]});
         assert!(edit(&|v| v["post_processor"] = nested.clone()).is_err());
+        // `tokenizers` does not check the `type` tag: neither may the check.
+        let e = edit(&|v| {
+            v["post_processor"]["type"] = "TemplateercPossing".into();
+            v["post_processor"]["single"][2]["SpecialToken"]["id"] = "[[EP]".into();
+        });
+        assert!(e.unwrap_err().to_string().contains("special token `[[EP]`"));
         let regression = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fuzz/regressions/tokenizer/template-unknown-special-token"
+        );
+        assert!(TextTokenizer::from_json(&std::fs::read(regression).unwrap(), None).is_err());
+        let regression = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fuzz/regressions/tokenizer/template-of-another-type"
         );
         assert!(TextTokenizer::from_json(&std::fs::read(regression).unwrap(), None).is_err());
     }

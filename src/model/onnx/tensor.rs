@@ -168,7 +168,7 @@ pub(super) fn unpack_bits(bytes: &[u8], bits: usize) -> Result<Vec<i32>, Reason>
     if !matches!(bits, 2 | 4 | 8) {
         return Err(format!("bits={bits} is not supported (2, 4 or 8)"));
     }
-    let mask = (1u16 << bits) as u8 - 1;
+    let mask = ((1u16 << bits) - 1) as u8;
     Ok(bytes
         .iter()
         .flat_map(|&b| (0..8 / bits).map(move |i| ((b >> (i * bits)) & mask) as i32))

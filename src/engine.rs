@@ -8,7 +8,8 @@ pub use crate::exec::{Quantized, Want};
 use crate::gpu::{GpuContext, GpuExecutor};
 pub use crate::gpu::{GpuOptions, KernelOptions, TileChoice};
 use crate::model::{
-    Architecture, HeadKind, ModelConfig, ModelFiles, Plan, Rows, TextTokenizer, Weights, Windowing,
+    budget, Architecture, HeadKind, ModelConfig, ModelFiles, Plan, Rows, TextTokenizer, Weights,
+    Windowing,
 };
 use std::sync::{Arc, Mutex};
 use tokenizers::Encoding;
@@ -107,9 +108,18 @@ pub struct LoadOptions {
     pub threads: Option<usize>,
     /// How the CPU path computes with q4 weights (the GPU dequantizes them).
     pub quantized: Quantized,
+    /// Bytes the model's f32 weights and one batch's activations may take together; a model
+    /// or a call that would need more is refused before allocating ([`Error::Budget`]).
+    /// `None`: [`budget::DEFAULT`] (2 GiB in wasm32, 8 GiB natively).
+    pub memory_budget: Option<u64>,
 }
 
 impl LoadOptions {
+    /// The memory budget in effect.
+    pub fn budget(&self) -> u64 {
+        self.memory_budget.unwrap_or(budget::DEFAULT)
+    }
+
     /// The CPU only, every other setting at its default.
     pub fn cpu() -> Self {
         LoadOptions {
@@ -168,7 +178,7 @@ impl Engine {
     /// Loads a model folder's files for `options.device`; with `Auto`, a GPU that cannot be
     /// set up, or is slower than the CPU, means the CPU.
     pub async fn load(files: ModelFiles, options: LoadOptions) -> Result<Engine> {
-        let (config, tokenizer, weights) = files.load()?;
+        let (config, tokenizer, weights) = files.load_within(options.budget())?;
         Engine::build(config, tokenizer, weights, options).await
     }
 
@@ -189,6 +199,9 @@ impl Engine {
             Some(n) => pool::set_threads(n),
             None => {}
         }
+        let held = weights.bytes();
+        let what = || format!("the weights of this {}", config.architecture_name());
+        budget::check(what, Some(held), options.budget())?;
         let (plan, tensors) = Plan::build(config.clone(), weights)?;
         let plan = Arc::new(plan);
         let (device, auto) = (options.device, options.auto);
@@ -199,7 +212,8 @@ impl Engine {
                 (Engine::gpu(&plan, &tensors, auto.allow_software, options.gpu).await).ok()
             }
         };
-        let cpu = CpuExecutor::new(plan.clone(), tensors, kernel, options.quantized);
+        let mut cpu = CpuExecutor::new(plan.clone(), tensors, kernel, options.quantized);
+        cpu.set_budget(options.budget().saturating_sub(held));
         let (kernel, int_kernel) = (cpu.kernel_name(), cpu.int_kernel_name());
         let last = match &gpu {
             Some(g) => format!("gpu {}", g.adapter_name()),

@@ -43,6 +43,18 @@ pub enum Error {
     WrongHead(&'static str, String),
     #[error("this classifier head was trained on {head}; the model is {model}")]
     WrongEncoder { head: String, model: String },
+    /// Refused before allocating: see `model::budget`.
+    #[error("{what} would take {}, more than the memory budget of {} (raise it: LoadOptions::memory_budget, WEBERT_MEMORY_BUDGET, or the package's `memoryBudget` option)", crate::model::budget::show(*.needs), crate::model::budget::show(Some(*.budget)))]
+    Budget {
+        what: String,
+        /// `None`: past 2^64 bytes.
+        needs: Option<u64>,
+        budget: u64,
+    },
+    /// An allocation within the budget failed (wasm's `memory.grow`, the process's limit): the
+    /// call fails, the engine stays usable.
+    #[error("out of memory allocating {what} ({})", crate::model::budget::show(Some(*.bytes)))]
+    OutOfMemory { what: String, bytes: u64 },
 }
 
 impl Error {

@@ -8,6 +8,9 @@ pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod exec;
+#[doc(hidden)]
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub mod fuzz;
 pub mod gpu;
 pub mod model;
 pub mod tasks;

@@ -44,7 +44,8 @@ mod cli {
                       reductions, cooperative-matrix GEMMs), WEBERT_GPU_TILE (auto, 64, 16, 64:4 \
                       for 64-row tiles with the reduction split in 4), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
-                      WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32)"
+                      WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32), \
+                      WEBERT_MEMORY_BUDGET (bytes for weights and activations, e.g. 4G; default 8G)"
     )]
     struct Cli {
         #[command(subcommand)]
@@ -336,6 +337,14 @@ mod cli {
                 )))
             }
         };
+        let memory_budget = match var("WEBERT_MEMORY_BUDGET") {
+            None => None,
+            Some(v) => Some(webert::model::budget::parse(&v).ok_or_else(|| {
+                Error::Input(format!(
+                    "WEBERT_MEMORY_BUDGET={v}: expected bytes, e.g. 4G or 512M"
+                ))
+            })?),
+        };
         Ok(LoadOptions {
             device,
             gpu: GpuOptions {
@@ -345,6 +354,7 @@ mod cli {
             },
             isa: var("WEBERT_ISA"),
             quantized,
+            memory_budget,
             ..Default::default()
         })
     }

@@ -50,6 +50,8 @@ pub struct CpuExecutor {
     a_pack: Vec<f32>,
     a_quant: QScratch,
     groups: Vec<RowGroup>,
+    /// Bytes the activation buffers of one batch may take (see `model::budget`).
+    budget: u64,
 }
 
 impl CpuExecutor {
@@ -112,7 +114,14 @@ impl CpuExecutor {
             a_pack: Vec::new(),
             a_quant: QScratch::default(),
             groups: Vec::new(),
+            budget: u64::MAX,
         }
+    }
+
+    /// Refuses batches whose activation buffers would take more than `bytes`
+    /// ([`Error::Budget`]) before sizing them.
+    pub fn set_budget(&mut self, bytes: u64) {
+        self.budget = bytes;
     }
 
     pub fn kernel_name(&self) -> &'static str {
@@ -139,9 +148,18 @@ impl CpuExecutor {
             self.run(i, batch);
         }
         pool::rest();
+        let copy = |b: &[f32], what: &str| -> Result<Vec<f32>> {
+            let mut v = crate::model::budget::try_vec(b.len(), what)?;
+            v.extend_from_slice(b);
+            Ok(v)
+        };
         Ok(Output {
-            hidden: want.hidden().then(|| self.bufs[plan.hidden.0].clone()),
-            logits: head.map(|h| self.bufs[h.logits.0].clone()),
+            hidden: (want.hidden())
+                .then(|| copy(&self.bufs[plan.hidden.0], "the hidden states"))
+                .transpose()?,
+            logits: head
+                .map(|h| copy(&self.bufs[h.logits.0], "the logits"))
+                .transpose()?,
         })
     }
 
@@ -216,12 +234,31 @@ impl CpuExecutor {
         Ok(Some(self.bufs[head.logits.0].clone()))
     }
 
-    /// Checks `batch` and sizes the activation buffers for it.
+    /// Checks `batch` and sizes the activation buffers for it: within the budget (the
+    /// buffers and a copy of the hidden states), allocated fallibly.
     fn size(&mut self, batch: &Batch) -> Result<()> {
+        use crate::model::budget;
         batch.check(&self.plan.config)?;
         let dims = batch.dims();
-        for (buf, spec) in self.bufs.iter_mut().zip(&self.plan.buffers) {
-            buf.resize(dims.rows(spec.rows) * spec.cols, 0.0);
+        let lens: Option<Vec<usize>> = (self.plan.buffers.iter())
+            .map(|spec| dims.rows(spec.rows).checked_mul(spec.cols))
+            .collect();
+        let hidden =
+            dims.rows(crate::model::Rows::Tokens) as u64 * self.plan.config.hidden_size as u64;
+        let total = (lens.as_ref())
+            .and_then(|l| l.iter().try_fold(hidden, |s, &n| s.checked_add(n as u64)))
+            .and_then(|n| n.checked_mul(4));
+        let what = || {
+            format!(
+                "the activations of a batch of {} sequences of {} tokens",
+                dims.batch, dims.seq_len
+            )
+        };
+        budget::check(what, total, self.budget)?;
+        let lens = lens.unwrap_or_default();
+        for ((buf, spec), n) in self.bufs.iter_mut().zip(&self.plan.buffers).zip(lens) {
+            budget::try_grow(buf, n, &format!("the `{}` buffer", spec.name))?;
+            buf.resize(n, 0.0);
         }
         Ok(())
     }

@@ -170,9 +170,10 @@ impl ModelConfig {
                 .find_map(|k| obj.get(*k).and_then(Value::as_u64))
         };
         let need = |keys: &[&str]| {
-            get(keys)
-                .map(|x| x as usize)
-                .ok_or_else(|| Error::config(file, format!("missing `{}`", keys[0])))
+            let x =
+                get(keys).ok_or_else(|| Error::config(file, format!("missing `{}`", keys[0])))?;
+            usize::try_from(x)
+                .map_err(|_| Error::config(file, format!("`{}` = {x} is too large", keys[0])))
         };
         let distil = model_type == ModelType::DistilBert;
         let hidden_size = need(&["hidden_size", "dim"])?;
@@ -180,10 +181,10 @@ impl ModelConfig {
             .get(if distil { "activation" } else { "hidden_act" })
             .and_then(Value::as_str)
             .unwrap_or("gelu");
-        let pad_token_id = get(&["pad_token_id"]).map(|x| x as u32);
+        let pad_token_id = get(&["pad_token_id"]).and_then(|x| u32::try_from(x).ok());
         let is_roberta = matches!(model_type, ModelType::Roberta | ModelType::XlmRoberta);
         let position_offset = if is_roberta {
-            pad_token_id.unwrap_or(1) as usize + 1
+            (pad_token_id.unwrap_or(1) as usize).saturating_add(1)
         } else {
             0
         };
@@ -202,7 +203,10 @@ impl ModelConfig {
             architecture,
             vocab_size: need(&["vocab_size"])?,
             hidden_size,
-            embedding_size: get(&["embedding_size"]).map_or(hidden_size, |x| x as usize),
+            embedding_size: match get(&["embedding_size"]) {
+                Some(_) => need(&["embedding_size"])?,
+                None => hidden_size,
+            },
             num_layers: need(&["num_hidden_layers", "n_layers"])?,
             num_heads: need(&["num_attention_heads", "n_heads"])?,
             intermediate_size: need(&["intermediate_size", "hidden_dim"])?,
@@ -211,7 +215,10 @@ impl ModelConfig {
             type_vocab_size: if distil {
                 0
             } else {
-                get(&["type_vocab_size"]).unwrap_or(2) as usize
+                match get(&["type_vocab_size"]) {
+                    Some(_) => need(&["type_vocab_size"])?,
+                    None => 2,
+                }
             },
             layer_norm_eps: obj
                 .get("layer_norm_eps")
@@ -232,10 +239,67 @@ impl ModelConfig {
                 ),
             ));
         }
-        if cfg.max_position_embeddings <= cfg.position_offset + 2 {
+        if cfg.max_position_embeddings <= cfg.position_offset.saturating_add(2) {
             return Err(Error::config(file, "max_position_embeddings is too small"));
         }
+        if cfg.weight_bytes().is_none() {
+            return Err(Error::config(
+                file,
+                "its sizes (vocab_size, hidden_size, layers, ...) imply weights past 2^64 bytes",
+            ));
+        }
         Ok(cfg)
+    }
+
+    /// Bytes of the f32 weights these sizes imply (embeddings, every layer, the largest head),
+    /// overflow-checked: what [`Self::check_budget`] holds against the budget before any
+    /// weight is read.
+    pub fn weight_bytes(&self) -> Option<u64> {
+        let n = |x: usize| Some(x as u128);
+        let (h, e, i, v) = (
+            n(self.hidden_size)?,
+            n(self.embedding_size)?,
+            n(self.intermediate_size)?,
+            n(self.vocab_size)?,
+        );
+        let tables = v
+            .checked_add(n(self.max_position_embeddings)?)?
+            .checked_add(n(self.type_vocab_size)?)?
+            .checked_mul(e)?;
+        let project = if e != h { e.checked_mul(h)? + h } else { 0 };
+        let hh = h.checked_mul(h)?;
+        let layer = (hh.checked_mul(4)?)
+            .checked_add(h.checked_mul(i)?.checked_mul(2)?)?
+            .checked_add(i + 9 * h)?;
+        let layers = layer.checked_mul(n(self.num_layers)?)?;
+        // The widest head: a masked-LM transform and bias, or a pooler and classifier.
+        let labels = n(self.id2label.len().max(2))?;
+        let head = hh + h.checked_mul(labels)?.checked_add(v)? + 4 * h;
+        let params = tables
+            .checked_add(project)?
+            .checked_add(layers)?
+            .checked_add(head)?;
+        u64::try_from(params.checked_mul(4)?).ok()
+    }
+
+    /// An error naming the sizes when the weights they imply exceed `budget` bytes.
+    pub fn check_budget(&self, budget: u64) -> Result<()> {
+        super::budget::check(
+            || {
+                format!(
+                    "a {} with vocab_size {}, hidden_size {}, {} layers, intermediate_size {} and \
+                     max_position_embeddings {}: its f32 weights",
+                    self.architecture_name(),
+                    self.vocab_size,
+                    self.hidden_size,
+                    self.num_layers,
+                    self.intermediate_size,
+                    self.max_position_embeddings
+                )
+            },
+            self.weight_bytes(),
+            budget,
+        )
     }
 
     /// The Hugging Face class name, e.g. `BertForSequenceClassification` or `BertModel`.

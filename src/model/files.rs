@@ -235,12 +235,20 @@ impl ModelFiles {
 
     /// Parses config and tokenizer and converts the weights, consuming the raw bytes so
     /// that each file's memory is released as soon as it is converted.
-    pub fn load(mut self) -> Result<(ModelConfig, TextTokenizer, Weights)> {
+    pub fn load(self) -> Result<(ModelConfig, TextTokenizer, Weights)> {
+        self.load_within(super::budget::DEFAULT)
+    }
+
+    /// As [`Self::load`], refusing a model whose weights would take more than `budget` bytes
+    /// as f32: by the sizes `config.json` declares, before any weight file is read, then by
+    /// the shapes each file declares, before converting it.
+    pub fn load_within(mut self, budget: u64) -> Result<(ModelConfig, TextTokenizer, Weights)> {
         let origin = self.origin.clone();
         let cfg_text = self
             .text("config.json")?
             .ok_or_else(|| Error::config(&origin, "has no config.json"))?;
         let config = ModelConfig::from_json(&format!("{origin}/config.json"), &cfg_text)?;
+        config.check_budget(budget)?;
         let tok_json = self.take("tokenizer.json").ok_or_else(|| {
             Error::config(
                 &origin,
@@ -256,7 +264,7 @@ impl ModelFiles {
         names.sort();
         for name in names.iter().filter(|n| n.ends_with(".safetensors")) {
             if let Some(bytes) = self.take(name) {
-                weights.add_safetensors(&format!("{origin}/{name}"), &bytes)?;
+                weights.add_safetensors_within(&format!("{origin}/{name}"), &bytes, budget)?;
             }
         }
         if weights.is_empty() {
@@ -268,8 +276,8 @@ impl ModelFiles {
             let bytes = self
                 .take(&onnx)
                 .ok_or_else(|| Error::NoWeights(origin.clone()))?;
-            weights =
-                super::onnx::import_as(&format!("{origin}/{onnx}"), &bytes, config.model_type)?;
+            let file = format!("{origin}/{onnx}");
+            weights = super::onnx::import_within(&file, &bytes, config.model_type, budget)?;
         }
         Ok((config, tokenizer, weights))
     }

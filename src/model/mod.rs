@@ -1,5 +1,6 @@
 //! Model description: config, weights (safetensors, ONNX import) and the plan both executors run.
 
+pub mod budget;
 pub mod config;
 mod heads;
 pub mod plan;

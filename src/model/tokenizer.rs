@@ -35,6 +35,48 @@ fn probe_added_tokens(tok: &Tokenizer, pair: bool) -> usize {
         .unwrap_or(0)
 }
 
+/// `tokenizers` reads a `TemplateProcessing` without the checks its builder makes, then indexes
+/// its special tokens by the template's ids and takes `$B` as the second text: refuse the
+/// templates where encoding would panic (a special token the template names but the processor
+/// lacks, `$B` in the single-text template, a token whose ids and strings differ in number).
+fn check_post_processor(p: &Value) -> std::result::Result<(), String> {
+    // By structure, not by `type`: `tokenizers` picks the processor by the fields it finds.
+    if let Some(list) = p.get("processors").and_then(Value::as_array) {
+        list.iter().try_for_each(check_post_processor)?;
+    }
+    if p.get("single").is_none() && p.get("pair").is_none() {
+        return Ok(());
+    }
+    let specials = p.get("special_tokens").and_then(Value::as_object);
+    for (name, token) in specials.into_iter().flatten() {
+        let len = |k: &str| token.get(k).and_then(Value::as_array).map(Vec::len);
+        if len("ids") != len("tokens") {
+            return Err(format!(
+                "special token `{name}` has {:?} ids for {:?} tokens",
+                len("ids"),
+                len("tokens")
+            ));
+        }
+    }
+    for (template, pair) in [("single", false), ("pair", true)] {
+        let pieces = p.get(template).and_then(Value::as_array);
+        for piece in pieces.into_iter().flatten() {
+            if let Some(id) = piece.pointer("/SpecialToken/id").and_then(Value::as_str) {
+                if !specials.is_some_and(|s| s.contains_key(id)) {
+                    return Err(format!(
+                        "the {template} template names special token `{id}`, which the post-processor lacks"
+                    ));
+                }
+            }
+            let seq = piece.pointer("/Sequence/id").and_then(Value::as_str);
+            if !pair && seq == Some("B") {
+                return Err("the single-text template takes a second text ($B)".into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How to split an input that is longer than one window.
 #[derive(Debug, Clone, Copy)]
 pub struct Windowing {
@@ -46,6 +88,14 @@ pub struct Windowing {
 
 impl TextTokenizer {
     pub fn from_json(tokenizer_json: &[u8], tokenizer_config: Option<&str>) -> Result<Self> {
+        // Checked as JSON first: `tokenizers` panics (an `expect`) on a decoder that is not
+        // valid JSON, where the rest of the file gets an error.
+        let json: Value = serde_json::from_slice(tokenizer_json)
+            .map_err(|e| Error::Tokenizer(format!("tokenizer.json is not valid JSON: {e}")))?;
+        if let Some(p) = json.get("post_processor") {
+            check_post_processor(p)
+                .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?;
+        }
         let mut tok = Tokenizer::from_bytes(tokenizer_json)
             .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?;
         tok.with_padding(None);
@@ -69,13 +119,9 @@ impl TextTokenizer {
             .and_then(Value::as_f64)
             .filter(|&m| m > 0.0 && m < 1e9)
             .map(|m| m as usize);
-        let subword_prefix = serde_json::from_slice::<Value>(tokenizer_json)
-            .ok()
-            .and_then(|v| {
-                v.pointer("/model/continuing_subword_prefix")?
-                    .as_str()
-                    .map(String::from)
-            });
+        let subword_prefix = (json.pointer("/model/continuing_subword_prefix"))
+            .and_then(Value::as_str)
+            .map(String::from);
         Ok(TextTokenizer {
             cls_id: special("cls_token", &["[CLS]", "<s>"]).map(|s| s.1),
             pad_id: special("pad_token", &["[PAD]", "<pad>"]).map_or(0, |s| s.1),
@@ -221,5 +267,89 @@ impl TextTokenizer {
             }
             None => tokens.join(" "),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `tokenizer` fuzz target: a control character inside the decoder made
+    /// `tokenizers` panic; it is an error here.
+    #[test]
+    fn a_decoder_that_is_not_json_is_an_error() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/tiny/bert-gelu-tanh-f16/tokenizer.json"
+        );
+        let good = std::fs::read_to_string(path).unwrap();
+        assert!(TextTokenizer::from_json(good.as_bytes(), None).is_ok());
+        let at = good.find("\"decoder\"").unwrap();
+        let ty = at + good[at..].find("\"WordPiece\"").unwrap();
+        let mut bad = good.into_bytes();
+        bad[ty + 4] = 0x01;
+        let e = TextTokenizer::from_json(&bad, None)
+            .err()
+            .expect("an error");
+        assert!(e.to_string().contains("is not valid JSON"), "{e}");
+        let regression = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fuzz/regressions/tokenizer/decoder-not-json"
+        );
+        let e = TextTokenizer::from_json(&std::fs::read(regression).unwrap(), None);
+        assert!(e.is_err());
+    }
+
+    /// Found by the `tokenizer` fuzz target: a template naming a special token the processor
+    /// lacks made `tokenizers` panic when encoding.
+    #[test]
+    fn a_template_with_unknown_special_tokens_is_an_error() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/tiny/bert-gelu-tanh-f16/tokenizer.json"
+        );
+        let good: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let edit = |f: &dyn Fn(&mut Value)| {
+            let mut v = good.clone();
+            f(&mut v);
+            TextTokenizer::from_json(v.to_string().as_bytes(), None).map(|_| ())
+        };
+        assert_eq!(good["post_processor"]["type"], "TemplateProcessing");
+        assert!(edit(&|_| {}).is_ok());
+        let e = edit(&|v| v["post_processor"]["pair"][2]["SpecialToken"]["id"] = "|/s>".into());
+        assert!(e.unwrap_err().to_string().contains("special token `|/s>`"));
+        let template = serde_json::json!({
+            "type": "TemplateProcessing",
+            "single": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": "[X]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"[X]": {"id": "[X]", "ids": [1, 2], "tokens": ["[X]"]}}
+        });
+        let e = edit(&|v| v["post_processor"] = template.clone()).unwrap_err();
+        assert!(
+            e.to_string().contains("has Some(2) ids for Some(1) tokens"),
+            "{e}"
+        );
+        let mut fixed = template.clone();
+        fixed["special_tokens"]["[X]"]["ids"] = serde_json::json!([1]);
+        let e = edit(&|v| v["post_processor"] = fixed.clone()).unwrap_err();
+        assert!(e.to_string().contains("second text ($B)"), "{e}");
+        let nested = serde_json::json!({"type": "Sequence", "processors": [fixed.clone()]});
+        assert!(edit(&|v| v["post_processor"] = nested.clone()).is_err());
+        // `tokenizers` does not check the `type` tag: neither may the check.
+        let e = edit(&|v| {
+            v["post_processor"]["type"] = "TemplateercPossing".into();
+            v["post_processor"]["single"][2]["SpecialToken"]["id"] = "[[EP]".into();
+        });
+        assert!(e.unwrap_err().to_string().contains("special token `[[EP]`"));
+        let regression = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fuzz/regressions/tokenizer/template-unknown-special-token"
+        );
+        assert!(TextTokenizer::from_json(&std::fs::read(regression).unwrap(), None).is_err());
+        let regression = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fuzz/regressions/tokenizer/template-of-another-type"
+        );
+        assert!(TextTokenizer::from_json(&std::fs::read(regression).unwrap(), None).is_err());
     }
 }

@@ -174,9 +174,30 @@ pub struct Weights {
     tensors: HashMap<String, Tensor>,
 }
 
+/// Converts little-endian values of `size` bytes to f32 into a fallibly allocated vector.
+fn convert(raw: &[u8], size: usize, what: &str, f: impl Fn(&[u8]) -> f32) -> Result<Vec<f32>> {
+    let mut out = super::budget::try_vec(raw.len() / size, what)?;
+    out.extend(raw.chunks_exact(size).map(f));
+    Ok(out)
+}
+
 impl Weights {
     pub fn insert(&mut self, name: String, t: Tensor) {
         self.tensors.insert(name, t);
+    }
+
+    /// Bytes the tensors hold (f32 values and integer codes).
+    pub fn bytes(&self) -> u64 {
+        (self.tensors.values())
+            .map(|t| {
+                let codes = match t.quant.as_deref() {
+                    Some(Quant::Block(q)) => q.codes.len() + 8 * q.scales.len(),
+                    Some(Quant::Channel(q)) => q.codes.len() + 8 * q.scales.len(),
+                    None => 0,
+                };
+                4 * t.data.len() as u64 + codes as u64
+            })
+            .sum()
     }
 
     pub fn len(&self) -> usize {
@@ -202,25 +223,37 @@ impl Weights {
     /// Adds every floating-point tensor of a safetensors file; integer buffers such as
     /// `position_ids` are not weights and are skipped.
     pub fn add_safetensors(&mut self, file: &str, bytes: &[u8]) -> Result<()> {
+        self.add_safetensors_within(file, bytes, super::budget::DEFAULT)
+    }
+
+    /// As [`Self::add_safetensors`], refusing a file whose tensors, as f32 and with those
+    /// already held, would take more than `budget` bytes, before converting any. The header's
+    /// offsets are checked against the file, and each tensor's dtype × shape against its byte
+    /// range, by the safetensors parser before any data is read.
+    pub fn add_safetensors_within(&mut self, file: &str, bytes: &[u8], budget: u64) -> Result<()> {
         let st = SafeTensors::deserialize(bytes).map_err(|e| Error::Safetensors {
             file: file.to_string(),
             msg: e.to_string(),
         })?;
+        let float = |d: Dtype| matches!(d, Dtype::F32 | Dtype::F16 | Dtype::BF16);
+        let declared = (st.tensors().iter())
+            .filter(|(_, v)| float(v.dtype()))
+            .try_fold(self.bytes(), |sum, (_, v)| {
+                sum.checked_add(super::budget::f32_bytes(v.shape())?)
+            });
+        super::budget::check(|| format!("{file}: the weights as f32"), declared, budget)?;
         for (name, view) in st.tensors() {
             let raw = view.data();
             let data: Vec<f32> = match view.dtype() {
-                Dtype::F32 => raw
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect(),
-                Dtype::F16 => raw
-                    .chunks_exact(2)
-                    .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
-                    .collect(),
-                Dtype::BF16 => raw
-                    .chunks_exact(2)
-                    .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32())
-                    .collect(),
+                Dtype::F32 => convert(raw, 4, &name, |c| {
+                    f32::from_le_bytes([c[0], c[1], c[2], c[3]])
+                })?,
+                Dtype::F16 => {
+                    convert(raw, 2, &name, |c| f16::from_le_bytes([c[0], c[1]]).to_f32())?
+                }
+                Dtype::BF16 => convert(raw, 2, &name, |c| {
+                    bf16::from_le_bytes([c[0], c[1]]).to_f32()
+                })?,
                 _ => continue,
             };
             self.insert(name, Tensor::new(view.shape().to_vec(), data));

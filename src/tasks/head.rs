@@ -336,6 +336,21 @@ mod tests {
         assert!(ClassifierHead::from_safetensors(&unsorted).is_err());
     }
 
+    /// Writes head files as seeds of the `head` fuzz target into `$WEBERT_FUZZ_SEEDS`
+    /// (scripts/fuzz.sh runs this).
+    #[test]
+    #[ignore]
+    fn write_fuzz_seeds() {
+        let Ok(dir) = std::env::var("WEBERT_FUZZ_SEEDS") else {
+            return;
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        let heads = [head(&["a", "b", "c"], 3), head(&["neg", "pos"], 1)];
+        for (i, h) in heads.iter().enumerate() {
+            std::fs::write(format!("{dir}/head-{i}"), h.to_safetensors().unwrap()).unwrap();
+        }
+    }
+
     #[test]
     fn a_head_refuses_another_encoder() {
         let h = head(&["a", "b", "c"], 3);

@@ -76,6 +76,7 @@ pub fn last_panic() -> String {
 #[wasm_bindgen]
 pub struct ModelLoader {
     files: ModelFiles,
+    budget: Option<u64>,
 }
 
 #[wasm_bindgen]
@@ -85,7 +86,21 @@ impl ModelLoader {
     pub fn new(origin: String) -> ModelLoader {
         ModelLoader {
             files: ModelFiles::new(origin),
+            budget: None,
         }
+    }
+
+    /// Bytes the weights (as f32) and one batch's activations may take (default 2 GiB): a
+    /// model that declares more is refused before allocating, a call that needs more fails.
+    #[wasm_bindgen(js_name = setMemoryBudget)]
+    pub fn set_memory_budget(&mut self, bytes: f64) -> Result<(), JsError> {
+        if !(bytes.is_finite() && bytes >= 1.0) {
+            return Err(JsError::new(&format!(
+                "memoryBudget must be a positive number of bytes, not {bytes}"
+            )));
+        }
+        self.budget = Some(bytes.min(u64::MAX as f64) as u64);
+        Ok(())
     }
 
     /// Adds one file by its path inside the folder, e.g. `onnx/model_q4.onnx`.
@@ -113,6 +128,7 @@ impl ModelLoader {
                 probe,
             },
             quantized: parse_name("quantized", &quantized).map_err(js_error)?,
+            memory_budget: self.budget,
             ..Default::default()
         };
         let engine = Engine::load(self.files, options).await.map_err(js_error)?;

@@ -41,6 +41,7 @@ export class Model {
     report?.({ stage: 'compile', bytes: total, total });
     const loader = new runtime.glue.ModelLoader(origin);
     for (const f of files) loader.add(f.name, f.bytes);
+    if (this.options.memoryBudget != null) loader.setMemoryBudget(this.options.memoryBudget);
     files.length = 0;
     const device = this.options.device ?? 'auto';
     const allowFallback = !!this.options.allowFallbackAdapter;

@@ -47,6 +47,12 @@ export interface PipelineOptions {
    * f32 (or f16) either way.
    */
   quantized?: 'int' | 'f32';
+  /**
+   * Bytes the model's f32 weights and one batch's activations may take in the wasm memory
+   * (default 2 GiB). A model that declares more is refused with a clear error before anything
+   * is allocated; a call that would need more fails alone and the model stays usable.
+   */
+  memoryBudget?: number;
   /** Let `'auto'` use a fallback adapter (CPU-emulated, e.g. SwiftShader), which it otherwise skips as slower than the CPU path. */
   allowFallbackAdapter?: boolean;
   /** `false`: `'auto'` keeps WebGPU whenever it sets up, without timing it against the CPU (default true). */

@@ -14,10 +14,12 @@ mod ops;
 mod proto;
 mod structure;
 mod tensor;
+mod wire;
 
 use super::config::ModelType;
 use super::weights::Quant;
 use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use tensor::Reason;
 
@@ -57,6 +59,12 @@ pub enum OnnxError {
         first: String,
         second: String,
     },
+    #[error("{what} would take {}, more than the memory budget of {}", crate::model::budget::show(*.needs), crate::model::budget::show(Some(*.budget)))]
+    Budget {
+        what: String,
+        needs: Option<u64>,
+        budget: u64,
+    },
 }
 
 /// Decodes an ONNX model and returns its weights, dequantized to f32, named as a BERT
@@ -67,9 +75,30 @@ pub fn import_onnx(bytes: &[u8]) -> Result<Vec<ImportedTensor>, OnnxError> {
 
 /// As [`import_onnx`], with the module names of the given model family.
 pub fn import_onnx_as(bytes: &[u8], family: ModelType) -> Result<Vec<ImportedTensor>, OnnxError> {
+    import_onnx_within(bytes, family, super::budget::DEFAULT)
+}
+
+/// As [`import_onnx_as`], within a memory budget: the decoded protobuf (measured on the wire
+/// before decoding), each constant as it is dequantized, and the imported weights in all must
+/// each fit in `budget` bytes.
+pub fn import_onnx_within(
+    bytes: &[u8],
+    family: ModelType,
+    budget: u64,
+) -> Result<Vec<ImportedTensor>, OnnxError> {
+    if let Some(heap) = wire::decoded_heap(bytes) {
+        if heap > budget {
+            return Err(OnnxError::Budget {
+                what: "the decoded ONNX graph".into(),
+                needs: Some(heap),
+                budget,
+            });
+        }
+    }
     let model = <ModelProto as prost::Message>::decode(bytes)?;
     let graph = model.graph.as_ref().ok_or(OnnxError::NoGraph)?;
-    let importer = Importer::new(graph)?;
+    let mut importer = Importer::new(graph)?;
+    importer.budget = budget;
     importer.check_ops(graph)?;
     structure::walk(importer, graph, family)
 }
@@ -106,6 +135,9 @@ struct Importer<'a> {
     origins: HashMap<String, String>,
     /// Nodes (by first output) whose weights were taken by the walk.
     visited: HashSet<String>,
+    budget: u64,
+    /// Bytes of `out`.
+    held: Cell<u64>,
 }
 
 fn tensor_err(tensor: &str) -> impl FnOnce(Reason) -> OnnxError + '_ {
@@ -186,6 +218,8 @@ impl<'a> Importer<'a> {
             out: Vec::new(),
             origins: HashMap::new(),
             visited: HashSet::new(),
+            budget: super::budget::DEFAULT,
+            held: Cell::new(0),
         })
     }
 
@@ -225,6 +259,22 @@ impl<'a> Importer<'a> {
         })
     }
 
+    /// An error unless `values` more f32 values (`what`) fit in the budget beside the weights
+    /// imported so far.
+    fn room(&self, what: &str, values: Option<usize>) -> Result<(), OnnxError> {
+        let needs = values
+            .and_then(|n| super::budget::bytes_of(n, 4))
+            .and_then(|b| b.checked_add(self.held.get()));
+        match needs {
+            Some(n) if n <= self.budget => Ok(()),
+            needs => Err(OnnxError::Budget {
+                what: format!("{what} as f32, with the weights imported before it,"),
+                needs,
+                budget: self.budget,
+            }),
+        }
+    }
+
     /// Records a weight under its state-dict name.
     fn push(&mut self, name: String, v: Value) -> Result<(), OnnxError> {
         if let Some(first) = self.origins.get(&name) {
@@ -237,6 +287,8 @@ impl<'a> Importer<'a> {
                 second: v.origin,
             });
         }
+        self.room(&name, Some(v.data.len()))?;
+        self.held.set(self.held.get() + 4 * v.data.len() as u64);
         self.origins.insert(name.clone(), v.origin);
         self.out.push(ImportedTensor {
             name,
@@ -249,6 +301,7 @@ impl<'a> Importer<'a> {
 
     fn tensor_f32(&self, name: &str, t: &TensorProto) -> Result<Value, OnnxError> {
         let shape = tensor::shape(t).map_err(tensor_err(name))?;
+        self.room(&format!("tensor `{name}`"), tensor::numel(&shape).ok())?;
         let data = tensor::to_f32(t).map_err(tensor_err(name))?;
         Ok(Value::new(name, shape, data))
     }
@@ -257,6 +310,7 @@ impl<'a> Importer<'a> {
         match self.consts.get(name) {
             Some(t) if tensor::is_int(t.data_type) => {
                 let shape = tensor::shape(t).map_err(tensor_err(name))?;
+                self.room(&format!("tensor `{name}`"), tensor::numel(&shape).ok())?;
                 Ok(Some((shape, tensor::to_i32(t).map_err(tensor_err(name))?)))
             }
             _ => Ok(None),
@@ -348,6 +402,12 @@ impl<'a> Importer<'a> {
                     "Add" => |x, y| x + y,
                     _ => |x, y| x / y,
                 };
+                let shape =
+                    tensor::broadcast_shape(&a.shape, &b.shape).map_err(|r| node_err(node, r))?;
+                self.room(
+                    &format!("the output of node `{}`", node.name),
+                    tensor::numel(&shape).ok(),
+                )?;
                 let (shape, data) = tensor::broadcast((&a.shape, &a.data), (&b.shape, &b.data), op)
                     .map_err(|r| node_err(node, r))?;
                 // The bigger operand is the weight; the other its scale or zero point.
@@ -396,9 +456,30 @@ pub fn import(file: &str, bytes: &[u8]) -> crate::Result<super::Weights> {
 
 /// Imports an ONNX file's weights with the module names of `family` (from `config.json`).
 pub fn import_as(file: &str, bytes: &[u8], family: ModelType) -> crate::Result<super::Weights> {
-    let tensors = import_onnx_as(bytes, family).map_err(|e| crate::Error::Onnx {
-        file: file.to_string(),
-        msg: e.to_string(),
+    import_within(file, bytes, family, super::budget::DEFAULT)
+}
+
+/// As [`import_as`], within a memory budget (see [`import_onnx_within`]).
+pub fn import_within(
+    file: &str,
+    bytes: &[u8],
+    family: ModelType,
+    budget: u64,
+) -> crate::Result<super::Weights> {
+    let tensors = import_onnx_within(bytes, family, budget).map_err(|e| match e {
+        OnnxError::Budget {
+            what,
+            needs,
+            budget,
+        } => crate::Error::Budget {
+            what: format!("{file}: {what}"),
+            needs,
+            budget,
+        },
+        e => crate::Error::Onnx {
+            file: file.to_string(),
+            msg: e.to_string(),
+        },
     })?;
     let mut w = super::Weights::default();
     for t in tensors {

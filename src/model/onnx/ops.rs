@@ -118,6 +118,9 @@ impl<'a> Importer<'a> {
     /// `com.microsoft.MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?)`.
     fn matmul_nbits(&self, node: &NodeProto) -> Result<(Value, Option<Value>), OnnxError> {
         let (b, k, n) = self.packed_b(node)?;
+        // What the weight takes once its sizes are found to fit B (at most 4 values a byte).
+        let values = n.saturating_mul(k).min(b.len().saturating_mul(4));
+        self.room(&format!("the weight of node `{}`", node.name), Some(values))?;
         let bits = attr_usize(node, "bits", Some(4))?;
         let block_size = attr_usize(node, "block_size", None)?;
         let scales = self
@@ -162,6 +165,9 @@ impl<'a> Importer<'a> {
     /// `com.microsoft.MatMulBnb4(A, B, absmax)`: FP4 / NF4 codes of Bᵀ in flat blocks.
     fn matmul_bnb4(&self, node: &NodeProto) -> Result<Value, OnnxError> {
         let (b, k, n) = self.packed_b(node)?;
+        // What the weight takes once its sizes are found to fit B (at most 2 values a byte).
+        let values = n.saturating_mul(k).min(b.len().saturating_mul(2));
+        self.room(&format!("the weight of node `{}`", node.name), Some(values))?;
         let block_size = attr_usize(node, "block_size", None)?;
         let quant_type = attr_i(node, "quant_type").unwrap_or(1);
         let absmax = self
@@ -370,6 +376,10 @@ impl<'a> Importer<'a> {
         let (q, zp) = if t.data_type == dtype::UINT8 {
             // uint8 storage packs 8/bits values per byte, like MatMulNBits (default zero point 2^(bits-1)).
             let bytes = tensor::to_u8(t).map_err(tensor_err(data_name))?;
+            let values = 8usize
+                .checked_div(bits)
+                .and_then(|v| bytes.len().checked_mul(v));
+            self.room(&format!("the table of node `{}`", node.name), values)?;
             let q = tensor::unpack_bits(&bytes, bits).map_err(|r| node_err(node, r))?;
             let zp = match self.consts.get(zp_name) {
                 Some(z) => {

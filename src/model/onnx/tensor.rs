@@ -168,7 +168,7 @@ pub(super) fn unpack_bits(bytes: &[u8], bits: usize) -> Result<Vec<i32>, Reason>
     if !matches!(bits, 2 | 4 | 8) {
         return Err(format!("bits={bits} is not supported (2, 4 or 8)"));
     }
-    let mask = (1u16 << bits) as u8 - 1;
+    let mask = ((1u16 << bits) - 1) as u8;
     Ok(bytes
         .iter()
         .flat_map(|&b| (0..8 / bits).map(move |i| ((b >> (i * bits)) & mask) as i32))
@@ -436,6 +436,28 @@ pub(super) fn dequantize_bnb4(
         .collect())
 }
 
+fn pad_rank(s: &[usize], rank: usize) -> Vec<usize> {
+    let mut v = vec![1; rank - s.len()];
+    v.extend_from_slice(s);
+    v
+}
+
+/// The shape numpy broadcasting gives operands of shapes `a` and `b`.
+pub(super) fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>, Reason> {
+    let rank = a.len().max(b.len());
+    let (sa, sb) = (pad_rank(a, rank), pad_rank(b, rank));
+    let mut shape = Vec::with_capacity(rank);
+    for (&x, &y) in sa.iter().zip(&sb) {
+        shape.push(match (x, y) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return Err(format!("shapes {a:?} and {b:?} do not broadcast")),
+        });
+    }
+    Ok(shape)
+}
+
 /// Elementwise `a op b` with numpy broadcasting (constant folding of weight plumbing such as
 /// `Cast(int8) → Mul(scale)`).
 pub(super) fn broadcast(
@@ -444,21 +466,8 @@ pub(super) fn broadcast(
     op: fn(f32, f32) -> f32,
 ) -> Result<(Vec<usize>, Vec<f32>), Reason> {
     let rank = a.0.len().max(b.0.len());
-    let pad = |s: &[usize]| {
-        let mut v = vec![1; rank - s.len()];
-        v.extend_from_slice(s);
-        v
-    };
-    let (sa, sb) = (pad(a.0), pad(b.0));
-    let mut shape = Vec::with_capacity(rank);
-    for (&x, &y) in sa.iter().zip(&sb) {
-        shape.push(match (x, y) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => return Err(format!("shapes {:?} and {:?} do not broadcast", a.0, b.0)),
-        });
-    }
+    let (sa, sb) = (pad_rank(a.0, rank), pad_rank(b.0, rank));
+    let shape = broadcast_shape(a.0, b.0)?;
     let n = numel(&shape)?;
     if numel(&sa)? != a.1.len() || numel(&sb)? != b.1.len() {
         return Err("operand sizes do not match their shapes".into());

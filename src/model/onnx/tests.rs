@@ -1176,3 +1176,129 @@ fn pii_q4_model_truncated_is_an_error() {
         assert!(import_onnx(&bytes[..len]).is_err(), "prefix {len}");
     }
 }
+
+// ---- memory budget and fuzz seeds ---------------------------------------------------------
+
+fn node(op: &str, inputs: &[&str], out: &str) -> NodeProto {
+    NodeProto {
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![out.to_string()],
+        op_type: op.into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_small_file_of_empty_nodes_is_refused_before_decoding() {
+    let graph = GraphProto {
+        node: vec![NodeProto::default(); 300_000],
+        ..Default::default()
+    };
+    let bytes = encode(graph);
+    assert!(bytes.len() < 700_000, "{}", bytes.len());
+    // Two bytes in the file, a whole struct (twice, for the vector's growth) once decoded.
+    let heap = wire::decoded_heap(&bytes).unwrap();
+    assert_eq!(heap, 300_000 * 2 * std::mem::size_of::<NodeProto>() as u64);
+    assert!(heap > 20 << 20, "{heap}");
+    let e = import_onnx_within(&bytes, ModelType::Bert, heap - 1).unwrap_err();
+    assert!(matches!(e, OnnxError::Budget { .. }), "{e}");
+    assert!(
+        e.to_string().contains("the decoded ONNX graph would take"),
+        "{e}"
+    );
+    // Within a budget that holds it, decoding goes on to the real complaint.
+    let e = import_onnx_within(&bytes, ModelType::Bert, heap).unwrap_err();
+    assert!(matches!(e, OnnxError::NoEncoder(_)), "{e}");
+}
+
+#[test]
+fn the_wire_measure_counts_what_prost_allocates() {
+    let (bytes, _) = build(Spec::default());
+    let heap = wire::decoded_heap(&bytes).unwrap();
+    // The mini encoder's payloads are a few kilobytes; structs and names add to that.
+    let raw: usize = decode(&bytes)
+        .initializer
+        .iter()
+        .map(|t| t.raw_data.len())
+        .sum();
+    assert!(
+        heap as usize > raw && (heap as usize) < 40 * bytes.len(),
+        "{heap} {raw}"
+    );
+    assert_eq!(wire::decoded_heap(&bytes[..bytes.len() - 1]), None);
+}
+
+#[test]
+fn a_broadcast_that_would_take_gigabytes_is_refused() {
+    // [60000, 1] * [1, 60000] as the word table: 480 KB in the file, 14.4 GB as a product.
+    let n = 60_000i64;
+    let graph = GraphProto {
+        node: vec![
+            node("Mul", &["a", "b"], "table"),
+            node("Gather", &["table", "input_ids"], "x"),
+        ],
+        initializer: vec![
+            f32s("a", &[n, 1], &vec![1.0; n as usize]),
+            f32s("b", &[1, n], &vec![2.0; n as usize]),
+        ],
+        input: vec![ValueInfoProto {
+            name: "input_ids".into(),
+        }],
+        ..Default::default()
+    };
+    let e = import_onnx(&encode(graph)).unwrap_err();
+    assert!(matches!(e, OnnxError::Budget { .. }), "{e}");
+    assert!(e.to_string().contains("the output of node"), "{e}");
+}
+
+#[test]
+fn a_model_is_imported_within_a_budget_that_holds_it_and_not_a_byte_less() {
+    let (bytes, _) = build(Spec::default());
+    let all = import_onnx(&bytes).unwrap();
+    let total: u64 = all.iter().map(|t| 4 * t.data.len() as u64).sum();
+    let heap = wire::decoded_heap(&bytes).unwrap();
+    assert!(import_onnx_within(&bytes, ModelType::Bert, heap.max(total)).is_ok());
+    let e = import_onnx_within(&bytes, ModelType::Bert, heap.max(total) - 1).unwrap_err();
+    assert!(matches!(e, OnnxError::Budget { .. }), "{e}");
+}
+
+/// Writes the mini encoders (every weight encoding and head) as seeds of the `onnx` fuzz
+/// target into `$WEBERT_FUZZ_SEEDS` (scripts/fuzz.sh runs this).
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let Ok(dir) = std::env::var("WEBERT_FUZZ_SEEDS") else {
+        return;
+    };
+    let encs = [
+        Enc::F32,
+        Enc::NBits,
+        Enc::Integer { signed: true },
+        Enc::Integer { signed: false },
+        Enc::Dq,
+        Enc::CastMul,
+        Enc::Bnb4(0),
+        Enc::Bnb4(1),
+    ];
+    let heads = [
+        Head::None,
+        Head::Token,
+        Head::Qa,
+        Head::Pooled,
+        Head::MaskedLm,
+    ];
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, enc) in encs.into_iter().enumerate() {
+        let table = [Table::F32, Table::GatherDq, Table::CastMul][i % 3];
+        let spec = Spec {
+            enc,
+            table,
+            head: heads[i % heads.len()],
+            decomposed_ln: i % 2 == 1,
+            layers: 1,
+            token_types: i % 4 != 3,
+        };
+        let (bytes, _) = build(spec);
+        std::fs::write(format!("{dir}/mini-{i}.onnx"), bytes).unwrap();
+    }
+}

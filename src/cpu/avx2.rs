@@ -34,6 +34,7 @@ pub(super) static Q8: QKernel = QKernel {
     quantize: super::qgemm::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
+    ops: &ROW_OPS,
     w_range: (-64, 64),
 };
 

@@ -40,6 +40,7 @@ static Q8_VNNI: QKernel = QKernel {
     quantize: super::qgemm::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
+    ops: &ROW_OPS,
     w_range: (-128, 127),
 };
 

@@ -382,6 +382,10 @@ pub struct RowOps {
     pub epilogue: unsafe fn(&mut [f32], &Epilogue),
     pub softmax: unsafe fn(&mut [f32], usize, f32, &mut [f32]),
     pub layer_norm: unsafe fn(&mut [f32], &[f32], &[f32], f32),
+    /// The running (min, max) of a row from a start value (`qgemm::q8_range`).
+    pub q8_range: unsafe fn(&[f32], (f32, f32)) -> (f32, f32),
+    /// One row's `DynamicQuantizeLinear` codes (`qgemm::q8_codes`).
+    pub q8_codes: unsafe fn(&[f32], crate::cpu::qgemm::Q8Row, &mut [u32]) -> i32,
 }
 
 /// Instantiates [`RowOps`] with the generic code compiled for the given [`Lanes`] and target
@@ -402,7 +406,25 @@ macro_rules! row_ops {
             unsafe fn layer_norm(row: &mut [f32], g: &[f32], b: &[f32], eps: f32) {
                 $crate::cpu::math::layer_norm(row, g, b, eps)
             }
-            $crate::cpu::math::RowOps { epilogue, softmax, layer_norm }
+            $(#[target_feature(enable = $feature)])?
+            unsafe fn q8_range(x: &[f32], init: (f32, f32)) -> (f32, f32) {
+                $crate::cpu::qgemm::q8_range(x, init)
+            }
+            $(#[target_feature(enable = $feature)])?
+            unsafe fn q8_codes(
+                x: &[f32],
+                row: $crate::cpu::qgemm::Q8Row,
+                out: &mut [u32],
+            ) -> i32 {
+                $crate::cpu::qgemm::q8_codes(x, row, out)
+            }
+            $crate::cpu::math::RowOps {
+                epilogue,
+                softmax,
+                layer_norm,
+                q8_range,
+                q8_codes,
+            }
         };
     };
 }

@@ -353,24 +353,12 @@ pub struct Q8Row {
     pub codes: ActCodes,
 }
 
-/// The running (min, max) of `x` from `init`, in independent lanes so that it vectorises
-/// (a NaN is skipped, as `f32::min` does). Compiled per ISA as a row op.
+/// The running (min, max) of `x` from `init` (a NaN is skipped, as `f32::min` does). A plain
+/// fold: LLVM vectorises its `minnum`/`maxnum` reductions per ISA (an array of lanes instead
+/// was compiled with lane reversals every step). Compiled per ISA as a row op.
 #[inline(always)]
 pub fn q8_range(x: &[f32], init: (f32, f32)) -> (f32, f32) {
-    const L: usize = 16;
-    let (mut lo, mut hi) = ([init.0; L], [init.1; L]);
-    let chunks = x.chunks_exact(L);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for l in 0..L {
-            lo[l] = if c[l] < lo[l] { c[l] } else { lo[l] };
-            hi[l] = if c[l] > hi[l] { c[l] } else { hi[l] };
-        }
-    }
-    lo.iter()
-        .zip(&hi)
-        .chain(rest.iter().zip(rest))
-        .fold(init, |(a, b), (&l, &h)| (a.min(l), b.max(h)))
+    x.iter().fold(init, |(lo, hi), &v| (lo.min(v), hi.max(v)))
 }
 
 /// One row's `DynamicQuantizeLinear` codes stored as `row.codes` (`a* = qa − c`: uint8, int8

@@ -916,6 +916,7 @@ mod tests {
                 (40, 96, 384),
                 (3, 70, 129),
                 (9, 17, 6),
+                (14, 20, 64), // with 13, 5 and 1: short last strips of 12-, 8- and 4-row tiles
             ] {
                 for (f, &(lo, hi, zp)) in forms.iter().enumerate() {
                     let q = channel_quant(n, k, lo, hi, zp, 11 + f as u64 + n as u64);

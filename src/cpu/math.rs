@@ -377,13 +377,16 @@ pub fn softmax_rows<L: Lanes>(rows: &mut [f32], cols: usize, scale: f32, inv_sum
     }
 }
 
+/// The running (min, max) of a row from a start value.
+pub type RangeFn = unsafe fn(&[f32], (f32, f32)) -> (f32, f32);
+
 /// Row-wise elementwise ops, compiled once per ISA (see `row_ops!`).
 pub struct RowOps {
     pub epilogue: unsafe fn(&mut [f32], &Epilogue),
     pub softmax: unsafe fn(&mut [f32], usize, f32, &mut [f32]),
     pub layer_norm: unsafe fn(&mut [f32], &[f32], &[f32], f32),
     /// The running (min, max) of a row from a start value (`qgemm::q8_range`).
-    pub q8_range: unsafe fn(&[f32], (f32, f32)) -> (f32, f32),
+    pub q8_range: RangeFn,
     /// One row's `DynamicQuantizeLinear` codes (`qgemm::q8_codes`).
     pub q8_codes: unsafe fn(&[f32], crate::cpu::qgemm::Q8Row, &mut [u32]) -> i32,
 }

@@ -2,7 +2,9 @@
 //! (f32, or with q4 weights like the PII export: `--q4`) on 128 tokens (`--tokens N`). Needs no files, so it
 //! also runs for wasm32-wasip1 in Chromium (`node tests/bench/wasi-chromium.mjs <wasm> --q4`).
 //! `--threads N`: native only, N threads.
-//! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers).
+//! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers),
+//! `--isa NAME` picks another kernel (avx2 on an AVX-512 machine), `--runs N` (10). Per kind of
+//! op: the mean and the minimum over the runs (the minimum moves less on a loaded machine).
 use std::time::Instant;
 use webert::cpu::{kernels, CpuExecutor};
 use webert::exec::{Batch, Quantized};
@@ -84,7 +86,11 @@ fn main() {
         Quantized::Int
     };
     let plan = std::sync::Arc::new(plan);
-    let mut exec = CpuExecutor::new(plan, weights, kernels::select(), quantized);
+    let kernel = match args.iter().position(|a| a == "--isa") {
+        Some(i) => kernels::by_name(&args[i + 1]).expect("--isa NAME"),
+        None => kernels::select(),
+    };
+    let mut exec = CpuExecutor::new(plan, weights, kernel, quantized);
     let l = args
         .iter()
         .position(|a| a == "--tokens")
@@ -98,27 +104,40 @@ fn main() {
     };
     let start = Instant::now();
     let now = || start.elapsed().as_secs_f64() * 1e3;
-    let runs = 10;
-    let mut totals: Vec<(String, f64)> = Vec::new();
+    let runs = args
+        .iter()
+        .position(|a| a == "--runs")
+        .map_or(10, |i| args[i + 1].parse().expect("--runs N"));
+    // per kind of op: (name, mean ms, min ms)
+    let mut totals: Vec<(String, f64, f64)> = Vec::new();
     for r in 0..runs + 2 {
         let p = exec.profile(&batch, now).expect("forward");
         if r < 2 {
             continue;
         }
         for (k, ms) in p {
-            match totals.iter_mut().find(|(t, _)| *t == k) {
-                Some((_, t)) => *t += ms / runs as f64,
-                None => totals.push((k, ms / runs as f64)),
+            match totals.iter_mut().find(|(t, ..)| *t == k) {
+                Some((_, t, m)) => (*t, *m) = (*t + ms / runs as f64, m.min(ms)),
+                None => totals.push((k, ms / runs as f64, ms)),
             }
         }
     }
-    let all: f64 = totals.iter().map(|(_, ms)| ms).sum();
+    let all: f64 = totals.iter().map(|(_, ms, _)| ms).sum();
+    let all_min: f64 = totals.iter().map(|(.., ms)| ms).sum();
     println!(
-        "{} ({}), 1x{l} tokens: {all:.1} ms per forward",
+        "{} ({}), 1x{l} tokens: {all:.1} ms per forward (sum of minima {all_min:.1})",
         exec.kernel_name(),
-        if q4 { "q4 weights" } else { "f32 weights" }
+        match (dir, q4, f32_only) {
+            (Some(_), _, true) => "model, quantized weights in f32",
+            (Some(_), _, false) => "model",
+            (None, true, _) => "q4 weights",
+            (None, false, _) => "f32 weights",
+        }
     );
-    for (k, ms) in totals {
-        println!("  {ms:7.2} ms {:5.1}%  {k}", 100.0 * ms / all);
+    for (k, ms, min) in totals {
+        println!(
+            "  {ms:7.2} ms {:5.1}%  min {min:7.2}  {k}",
+            100.0 * ms / all
+        );
     }
 }

@@ -3,14 +3,16 @@
 //! memory as in a forward pass, not from cache)
 //! (natively, or for wasm32-wasip1 in Node and Chromium: `scripts/wasm_bench.sh`), f32 and,
 //! where a kernel has one, the int8 tile on q4 weights (its results checked against the
-//! portable scalar tile's).
+//! portable scalar tile's); and every q8 tile (per-channel int8 weights, activations quantized
+//! per call as `DynamicQuantizeLinear`, quantization included in the timing; results checked
+//! bit for bit against the portable tile of the same layout).
 use std::time::Instant;
 use webert::cpu::attention::{attention, AttentionScratch};
 use webert::cpu::gemm::{gemm, PackedB};
 use webert::cpu::kernels::{available, quant_reference};
 use webert::cpu::math::Epilogue;
-use webert::cpu::qgemm::{qgemm, PackedQ, QScratch};
-use webert::model::{Activation, BlockQuant};
+use webert::cpu::qgemm::{qgemm, qgemm_channel, PackedQ, QScratch, RowGroup};
+use webert::model::{Activation, BlockQuant, ChannelQuant};
 
 /// Best-of-3 seconds per call of `f`, repeated to about 2 GFLOP per timing.
 fn time(flop: usize, mut f: impl FnMut()) -> f64 {
@@ -125,6 +127,61 @@ fn main() {
             "{line}  all {:5.1} GOP/s, max |diff| vs scalar {worst:.1e}",
             total.0 / total.1 / 1e9
         );
+    }
+    // q8: reduce_range int8 weights (onnxruntime's per-channel QInt8), one row group.
+    for kern in available() {
+        for &qk in kern.q8 {
+            let reference = quant_reference(qk);
+            let mut line = format!("{:>16}", qk.name);
+            let (mut total, mut equal) = ((0.0, 0.0), true);
+            for &(m, n, k) in &shapes[..4] {
+                let a: Vec<f32> = (0..m * k)
+                    .map(|i| ((i * 37) % 101) as f32 * 0.02 - 1.0)
+                    .collect();
+                let q = ChannelQuant {
+                    signed: true,
+                    codes: (0..n * k).map(|i| ((i * 7) % 128) as u8 ^ 0xc0).collect(),
+                    scales: (0..n).map(|i| 0.01 + (i % 9) as f32 * 1e-3).collect(),
+                    zero_points: vec![0; n],
+                };
+                let groups = [RowGroup {
+                    start: 0,
+                    end: m,
+                    real: m,
+                }];
+                let Some(packed) = PackedQ::channel(qk, n, k, &q) else {
+                    line += &format!(" {m}x{n}x{k}   n/a");
+                    continue;
+                };
+                let (mut c, mut scratch) = (vec![0.0; m * n], QScratch::default());
+                let best = time(2 * m * n * k, || {
+                    qgemm_channel(qk, m, &a, k, &packed, &mut c, n, &mut scratch, &groups)
+                });
+                let mut want = vec![0.0; m * n];
+                if let Some(packed_ref) = PackedQ::channel(reference, n, k, &q) {
+                    qgemm_channel(
+                        reference,
+                        m,
+                        &a,
+                        k,
+                        &packed_ref,
+                        &mut want,
+                        n,
+                        &mut scratch,
+                        &groups,
+                    );
+                    equal &= c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                }
+                let flop = (2 * m * n * k) as f64;
+                total = (total.0 + flop, total.1 + best);
+                line += &format!(" {m}x{n}x{k} {:5.1}", flop / best / 1e9);
+            }
+            println!(
+                "{line}  all {:5.1} GOP/s (q8, {}), bit-equal to the scalar tile: {equal}",
+                total.0 / total.1 / 1e9,
+                kern.name
+            );
+        }
     }
     // The elementwise work of one MiniLM-L6 forward at 128 tokens, per kernel's row ops (each
     // timing includes copying in fresh inputs, so that repeated calls never reach denormals).

@@ -23,6 +23,12 @@ CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings scripts/wasi-run.mjs" RUST
 CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings --experimental-wasm-relaxed-simd scripts/wasi-run.mjs" \
   RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd $wasm_codegen" \
   cargo test --release --target wasm32-wasip1 --target-dir target/relaxed --lib --test families
+# The relaxed build's integer kernel tests in Chromium, whose V8 selects the relaxed int8 tile
+# (Node 20's does not): q8 and q4 tiles bit for bit against the integer references there.
+relaxed_lib=$(ls -t target/relaxed/wasm32-wasip1/release/deps/webert-*.wasm | head -1)
+out=$(node tests/bench/wasi-chromium.mjs "$relaxed_lib" qgemm --test-threads 1 --nocapture)
+echo "$out"
+grep -q "test result: ok" <<<"$out" && grep -q "q8 tiles checked: relaxed-simd int8" <<<"$out"
 # The browser product: the npm package (wasm-bindgen + JS wrapper) in Node against the goldens,
 # then in headless Chromium: the demo page's tabs, 100 overlapping calls, offline, no WebGPU,
 # and fresh Vite / plain-ESM apps that install the `npm pack` tarball. Screenshots:

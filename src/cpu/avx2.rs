@@ -22,31 +22,35 @@ const QNR: usize = 16;
 
 /// The q8 tile: `vpmaddubsw` multiplies uint8 activations by int8 weights and adds pairs into
 /// int16, which saturates unless `|w| ≤ 64` (`2·255·64 < 2^15`: onnxruntime's reduce_range
-/// weights); `vpmaddwd` by ones widens the pairs into the int32 sums. 4 rows × 16 columns.
+/// weights); `vpmaddwd` by ones widens the pairs into the int32 sums. 4 rows × 16 columns, and
+/// tiles of fewer rows for a short last strip.
 pub(super) static Q8: QKernel = QKernel {
     name: "avx2 u8s8",
     mr: QMR,
     nr: QNR,
     group: 4,
     a_bytes: 1,
-    tile: q8_tile,
-    tails: &[],
+    tile: q8_tile::<QMR>,
+    tails: &[q8_tile::<1>, q8_tile::<2>, q8_tile::<3>],
     quantize: super::qgemm::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
+    ops: &ROW_OPS,
     w_range: (-64, 64),
 };
 
+/// The q8 tile of `R ≤ QMR` rows of a strip packed `QMR` high.
+///
 /// # Safety
 /// The CPU supports AVX2; `t` is a per-channel tile (see `qgemm.rs`) packed for [`Q8`], and `c`
-/// covers `rows × cols` with stride `ldc`.
+/// covers `rows × cols` with stride `ldc`, `rows ≤ R`.
 #[target_feature(enable = "avx2")]
-unsafe fn q8_tile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+unsafe fn q8_tile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
     let Some(ch) = t.channel else {
         return; // `blocks: false`: block-quantized weights are never packed for this tile
     };
     let ones = _mm256_set1_epi16(1);
-    let mut acc = [[_mm256_setzero_si256(); 2]; QMR];
+    let mut acc = [[_mm256_setzero_si256(); 2]; R];
     let (mut a, mut b) = (t.a, t.b);
     for _ in 0..t.steps {
         let w0 = _mm256_loadu_si256(b as *const __m256i);
@@ -61,6 +65,7 @@ unsafe fn q8_tile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
         a = a.add(4 * QMR);
         b = b.add(4 * QNR);
     }
+    let full = rows == R && cols == QNR;
     let mut out = [0f32; QMR * QNR];
     for (i, row) in acc.iter().enumerate() {
         let (sum, e) = (
@@ -75,10 +80,17 @@ unsafe fn q8_tile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
             let total = _mm256_cvtepi32_ps(_mm256_add_epi32(dot, fix));
             let sw = _mm256_loadu_ps(t.b_scales.add(8 * v));
             let r = _mm256_mul_ps(total, _mm256_mul_ps(sa, sw));
-            _mm256_storeu_ps(out.as_mut_ptr().add(i * QNR + 8 * v), r);
+            let dst = if full {
+                c.add(i * ldc + 8 * v)
+            } else {
+                out.as_mut_ptr().add(i * QNR + 8 * v)
+            };
+            _mm256_storeu_ps(dst, r);
         }
     }
-    store_partial(&out, QNR, c, ldc, rows, cols, false);
+    if !full {
+        store_partial(&out, QNR, c, ldc, rows, cols, false);
+    }
 }
 
 super::math::row_ops!(f32, "avx2,fma");

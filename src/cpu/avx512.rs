@@ -24,34 +24,50 @@ pub static KERNEL_VNNI: Kernel = Kernel {
     ..KERNEL
 };
 
-const QMR: usize = 8;
+const QMR: usize = 12;
 const QNR: usize = 32;
 
 /// The q8 tile: `vpdpbusd` adds 4 uint8 × int8 products into each int32 lane (64 per
-/// instruction), exact for any weights. 8 rows × 32 columns, 16 zmm accumulators.
+/// instruction), exact for any weights. 12 rows × 32 columns, 24 zmm accumulators; tiles of
+/// fewer rows for a short last strip.
 static Q8_VNNI: QKernel = QKernel {
     name: "avx512-vnni u8s8",
     mr: QMR,
     nr: QNR,
     group: 4,
     a_bytes: 1,
-    tile: q8_tile,
-    tails: &[],
+    tile: q8_tile::<QMR>,
+    tails: &[
+        q8_tile::<1>,
+        q8_tile::<2>,
+        q8_tile::<3>,
+        q8_tile::<4>,
+        q8_tile::<5>,
+        q8_tile::<6>,
+        q8_tile::<7>,
+        q8_tile::<8>,
+        q8_tile::<9>,
+        q8_tile::<10>,
+        q8_tile::<11>,
+    ],
     quantize: super::qgemm::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
+    ops: &ROW_OPS,
     w_range: (-128, 127),
 };
 
+/// The q8 tile of `R ≤ QMR` rows of a strip packed `QMR` high.
+///
 /// # Safety
 /// The CPU supports AVX-512F/BW and VNNI; `t` is a per-channel tile (see `qgemm.rs`) packed for
-/// [`Q8_VNNI`], and `c` covers `rows × cols` with stride `ldc`.
+/// [`Q8_VNNI`], and `c` covers `rows × cols` with stride `ldc`, `rows ≤ R`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn q8_tile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+unsafe fn q8_tile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
     let Some(ch) = t.channel else {
         return; // `blocks: false`: block-quantized weights are never packed for this tile
     };
-    let mut acc = [[_mm512_setzero_si512(); 2]; QMR];
+    let mut acc = [[_mm512_setzero_si512(); 2]; R];
     let (mut a, mut b) = (t.a, t.b);
     for _ in 0..t.steps {
         let w0 = _mm512_loadu_si512(b as *const _);
@@ -64,7 +80,7 @@ unsafe fn q8_tile(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
         a = a.add(4 * QMR);
         b = b.add(4 * QNR);
     }
-    let full = rows == QMR && cols == QNR;
+    let full = rows == R && cols == QNR;
     let mut out = [0f32; QMR * QNR];
     for (i, row) in acc.iter().enumerate() {
         let (sum, e) = (

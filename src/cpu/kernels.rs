@@ -121,6 +121,8 @@ pub struct QKernel {
     pub blocks: bool,
     /// How q8 activations are stored for this tile.
     pub q8_a: ActCodes,
+    /// The row ops of the same ISA (the q8 activation quantizer).
+    pub ops: &'static super::math::RowOps,
     /// The range of the weight operand; q8 codes are shifted per column into it (bytes, two's
     /// complement where negative).
     pub w_range: (i32, i32),

@@ -377,11 +377,18 @@ pub fn softmax_rows<L: Lanes>(rows: &mut [f32], cols: usize, scale: f32, inv_sum
     }
 }
 
+/// The running (min, max) of a row from a start value.
+pub type RangeFn = unsafe fn(&[f32], (f32, f32)) -> (f32, f32);
+
 /// Row-wise elementwise ops, compiled once per ISA (see `row_ops!`).
 pub struct RowOps {
     pub epilogue: unsafe fn(&mut [f32], &Epilogue),
     pub softmax: unsafe fn(&mut [f32], usize, f32, &mut [f32]),
     pub layer_norm: unsafe fn(&mut [f32], &[f32], &[f32], f32),
+    /// The running (min, max) of a row from a start value (`qgemm::q8_range`).
+    pub q8_range: RangeFn,
+    /// One row's `DynamicQuantizeLinear` codes (`qgemm::q8_codes`).
+    pub q8_codes: unsafe fn(&[f32], crate::cpu::qgemm::Q8Row, &mut [u32]) -> i32,
 }
 
 /// Instantiates [`RowOps`] with the generic code compiled for the given [`Lanes`] and target
@@ -402,7 +409,25 @@ macro_rules! row_ops {
             unsafe fn layer_norm(row: &mut [f32], g: &[f32], b: &[f32], eps: f32) {
                 $crate::cpu::math::layer_norm(row, g, b, eps)
             }
-            $crate::cpu::math::RowOps { epilogue, softmax, layer_norm }
+            $(#[target_feature(enable = $feature)])?
+            unsafe fn q8_range(x: &[f32], init: (f32, f32)) -> (f32, f32) {
+                $crate::cpu::qgemm::q8_range(x, init)
+            }
+            $(#[target_feature(enable = $feature)])?
+            unsafe fn q8_codes(
+                x: &[f32],
+                row: $crate::cpu::qgemm::Q8Row,
+                out: &mut [u32],
+            ) -> i32 {
+                $crate::cpu::qgemm::q8_codes(x, row, out)
+            }
+            $crate::cpu::math::RowOps {
+                epilogue,
+                softmax,
+                layer_norm,
+                q8_range,
+                q8_codes,
+            }
         };
     };
 }

@@ -249,7 +249,8 @@ fn check_operands(
 /// Quantizes A per row group as `DynamicQuantizeLinear` into one block of `block` k per strip
 /// (`[strip][step][mr][group]`, codes as the kernel's [`ActCodes`]), with per strip `mr` scales
 /// (then `mr` unused floats, so strips keep the block layout's stride) and `mr` code sums then
-/// `mr` offsets in `ints`.
+/// `mr` offsets in `ints`. The range and the codes are the kernel's ISA row ops
+/// ([`q8_range`], [`q8_codes`]); a step of one row is 4 bytes (`group · a_bytes`).
 #[allow(clippy::too_many_arguments)]
 fn quantize_a_channel(
     dst: &mut QScratch,
@@ -262,6 +263,7 @@ fn quantize_a_channel(
     groups: &[RowGroup],
 ) {
     let (mr, group, width) = (kern.mr, kern.group, kern.a_bytes);
+    assert_eq!(group * width, 4, "a step of one row is one 32-bit lane");
     let strips = m.div_ceil(mr);
     let QScratch {
         codes,
@@ -275,9 +277,11 @@ fn quantize_a_channel(
             g.start == params.len() && g.real <= g.end - g.start,
             "row groups"
         );
-        let values = (g.start..g.start + g.real).flat_map(|r| a[r * lda..r * lda + k].iter());
-        let p = dynamic_params(values.copied());
-        params.resize(g.end, p);
+        let range = (g.start..g.start + g.real).fold((0.0, 0.0), |r, row| {
+            // SAFETY: the kernel's ISA runs on this machine (it was selected for it).
+            unsafe { (kern.ops.q8_range)(&a[row * lda..row * lda + k], r) }
+        });
+        params.resize(g.end, params_of_range(range));
     }
     assert_eq!(params.len(), m, "row groups cover every row");
     codes.clear();
@@ -287,6 +291,7 @@ fn quantize_a_channel(
     ints.clear();
     ints.resize(strips * 2 * mr, 0);
     let strip_codes = block * mr * width;
+    let steps = block / group;
     let params = &*params;
     let (codes, scales, ints) = (
         SharedMut(codes.as_mut_ptr()),
@@ -295,13 +300,16 @@ fn quantize_a_channel(
     );
     let pieces = pool::pieces(strips.div_ceil(8));
     pool::run(pieces, &|piece, _| {
-        let mut row_codes = vec![0i32; k];
+        let mut row_codes = vec![0u32; steps];
         for s in piece * strips / pieces..(piece + 1) * strips / pieces {
             // SAFETY: strip s's codes, scales and ints lie inside the buffers sized above and
             // belong to this piece alone.
             let (chunk, scales, ints) = unsafe {
                 (
-                    std::slice::from_raw_parts_mut(codes.get().add(s * strip_codes), strip_codes),
+                    std::slice::from_raw_parts_mut(
+                        codes.get().add(s * strip_codes) as *mut [u8; 4],
+                        steps * mr,
+                    ),
                     std::slice::from_raw_parts_mut(scales.get().add(s * 2 * mr), mr),
                     std::slice::from_raw_parts_mut(ints.get().add(s * 2 * mr), 2 * mr),
                 )
@@ -314,20 +322,124 @@ fn quantize_a_channel(
                     ActCodes::Uint8 => 0,
                     ActCodes::Int16 => zp,
                 };
-                let row = &a[r * lda..r * lda + k];
-                for (q, &x) in row_codes.iter_mut().zip(row) {
-                    *q = dynamic_code(x, scale, zp) - c;
-                }
-                for (kk, &q) in row_codes.iter().enumerate() {
-                    let at = ((kk / group) * group * mr + i * group + kk % group) * width;
-                    chunk[at..at + width].copy_from_slice(&(q as i16).to_le_bytes()[..width]);
+                let row = Q8Row {
+                    scale,
+                    zp,
+                    c,
+                    codes: kern.q8_a,
+                };
+                // codes past k (to the whole last step) stay zero
+                row_codes[steps - 1] = 0;
+                // SAFETY: the kernel's ISA runs on this machine; `row_codes` holds k codes.
+                ints[i] =
+                    unsafe { (kern.ops.q8_codes)(&a[r * lda..r * lda + k], row, &mut row_codes) };
+                for (step, &w) in row_codes.iter().enumerate() {
+                    chunk[step * mr + i] = w.to_ne_bytes();
                 }
                 scales[i] = scale;
-                ints[i] = row_codes.iter().sum();
                 ints[mr + i] = c - zp;
             }
         }
     });
+}
+
+/// How one row of A is stored by [`q8_codes`]: `a* = qa − c` as `codes`, where `qa` is the
+/// `DynamicQuantizeLinear` code for `scale` and `zp`.
+#[derive(Debug, Clone, Copy)]
+pub struct Q8Row {
+    pub scale: f32,
+    pub zp: i32,
+    pub c: i32,
+    pub codes: ActCodes,
+}
+
+/// The running (min, max) of `x` from `init` (a NaN is skipped, as `f32::min` does). A plain
+/// fold: LLVM vectorises its `minnum`/`maxnum` reductions per ISA (an array of lanes instead
+/// was compiled with lane reversals every step). Compiled per ISA as a row op.
+#[inline(always)]
+pub fn q8_range(x: &[f32], init: (f32, f32)) -> (f32, f32) {
+    x.iter().fold(init, |(lo, hi), &v| (lo.min(v), hi.max(v)))
+}
+
+/// One row's `DynamicQuantizeLinear` codes stored as `row.codes` (`a* = qa − c`: uint8, int8
+/// or little-endian int16) from the start of `out`, a code per byte or pair of bytes; returns
+/// `Σ a*`. Bit for bit [`dynamic_code`]: the same division, the quotient clamped to the codes'
+/// range (integer bounds, so clamping before rounding is the same) and rounded to nearest even by
+/// adding 1.5·2^23 (exact for |q| < 2^22). Plain loops that vectorise per ISA (a row op). A NaN
+/// gives an unspecified code.
+#[inline(always)]
+pub fn q8_codes(x: &[f32], row: Q8Row, out: &mut [u32]) -> i32 {
+    let bytes = out.len() * 4;
+    let out = out.as_mut_ptr();
+    // SAFETY: `out` holds `bytes` bytes, aligned for any of the code types.
+    unsafe {
+        match row.codes {
+            ActCodes::Uint8 => codes_as(
+                x,
+                row,
+                std::slice::from_raw_parts_mut(out as *mut u8, bytes),
+            ),
+            ActCodes::Int8 => codes_as(
+                x,
+                row,
+                std::slice::from_raw_parts_mut(out as *mut i8, bytes),
+            ),
+            ActCodes::Int16 => codes_as(
+                x,
+                row,
+                std::slice::from_raw_parts_mut(out as *mut i16, bytes / 2),
+            ),
+        }
+    }
+}
+
+/// The integer types A's codes are stored in.
+trait Code: Copy {
+    fn of(q: i32) -> Self;
+}
+
+impl Code for u8 {
+    #[inline(always)]
+    fn of(q: i32) -> u8 {
+        q as u8
+    }
+}
+
+impl Code for i8 {
+    #[inline(always)]
+    fn of(q: i32) -> i8 {
+        q as i8
+    }
+}
+
+impl Code for i16 {
+    #[inline(always)]
+    fn of(q: i32) -> i16 {
+        (q as i16).to_le()
+    }
+}
+
+#[inline(always)]
+fn codes_as<T: Code>(x: &[f32], row: Q8Row, out: &mut [T]) -> i32 {
+    const ROUNDER: f32 = 12_582_912.0; // 1.5 · 2^23
+    assert!(out.len() >= x.len(), "room for a code per value");
+    let (lo, hi) = (-row.zp as f32, (255 - row.zp) as f32);
+    let shift = (row.zp - row.c).wrapping_sub(ROUNDER.to_bits() as i32);
+    let mut sum = 0i32;
+    for (o, &v) in out.iter_mut().zip(x) {
+        let y = v / row.scale;
+        let y = if y < lo { lo } else { y };
+        let y = if y > hi { hi } else { y };
+        let q = ((y + ROUNDER).to_bits() as i32).wrapping_add(shift);
+        sum = sum.wrapping_add(q);
+        *o = T::of(q);
+    }
+    sum
+}
+
+/// [`dynamic_params`] from the range of the values.
+fn params_of_range((min, max): (f32, f32)) -> (f32, i32) {
+    dynamic_params([min, max])
 }
 
 /// `C = A · Wᵀ` for row-major `a` (stride `lda`) into row-major `c` (stride `ldc`).
@@ -796,6 +908,9 @@ mod tests {
             (0, 255, (0, 255)),
             (-128, 127, (-20, 20)),
         ];
+        let names: Vec<_> = q8_kernels().iter().map(|k| k.name).collect();
+        // scripts/test.sh checks that Chromium's relaxed-simd run covered the int8 tile
+        eprintln!("q8 tiles checked: {}", names.join(", "));
         for qk in q8_kernels() {
             for &(m, n, k) in &[
                 (1usize, 1usize, 1usize),
@@ -804,6 +919,7 @@ mod tests {
                 (40, 96, 384),
                 (3, 70, 129),
                 (9, 17, 6),
+                (14, 20, 64), // with 13, 5 and 1: short last strips of 12-, 8- and 4-row tiles
             ] {
                 for (f, &(lo, hi, zp)) in forms.iter().enumerate() {
                     let q = channel_quant(n, k, lo, hi, zp, 11 + f as u64 + n as u64);
@@ -859,6 +975,78 @@ mod tests {
                             );
                         }
                         assert!(c[i * ldc + n..i * ldc + n + 2].iter().all(|x| x.is_nan()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every ISA's q8 row ops give `dynamic_params` / `dynamic_code` bit for bit: ties, values
+    /// on and past the clamp bounds, signed zeros, tiny values, every code layout, ragged k.
+    #[test]
+    fn q8_row_ops_match_dynamic_quantize_linear() {
+        let mut all = q8_kernels();
+        all.extend(available().iter().filter_map(|k| k.quant));
+        for qk in all {
+            for k in [1usize, 3, 16, 17, 64, 101, 384] {
+                for case in 0..4 {
+                    let mut x: Vec<f32> = rand(k, (k + case) as u64)
+                        .map(|r| (r % 20001) as f32 / 3000.0 - 3.0 * case as f32)
+                        .collect();
+                    if case == 3 {
+                        x.iter_mut().for_each(|v| *v = v.abs() * 1e-3);
+                    }
+                    let (scale, zp) = dynamic_params(x.iter().copied());
+                    // SAFETY: `q8_kernels` and `available` list kernels this machine runs.
+                    let range = unsafe { (qk.ops.q8_range)(&x, (0.0, 0.0)) };
+                    assert_eq!(params_of_range(range), (scale, zp), "{} range", qk.name);
+                    // ties, bounds, far outside, zeros and a denormal
+                    for (i, v) in [
+                        2.5 * scale,
+                        -3.5 * scale,
+                        255.0 * scale,
+                        1e6,
+                        -1e6,
+                        -0.0,
+                        0.0,
+                        1e-40,
+                    ]
+                    .into_iter()
+                    .enumerate()
+                    {
+                        if i < k {
+                            x[(i * 7) % k] = v;
+                        }
+                    }
+                    for codes in [ActCodes::Uint8, ActCodes::Int8, ActCodes::Int16] {
+                        let c = match codes {
+                            ActCodes::Int8 => 128,
+                            ActCodes::Uint8 => 0,
+                            ActCodes::Int16 => zp,
+                        };
+                        let row = Q8Row {
+                            scale,
+                            zp,
+                            c,
+                            codes,
+                        };
+                        let mut out = vec![0u32; k.div_ceil(2)];
+                        // SAFETY: as above.
+                        let sum = unsafe { (qk.ops.q8_codes)(&x, row, &mut out) };
+                        let bytes: Vec<u8> = out.iter().flat_map(|w| w.to_ne_bytes()).collect();
+                        let want: Vec<i32> =
+                            x.iter().map(|&v| dynamic_code(v, scale, zp) - c).collect();
+                        assert_eq!(sum, want.iter().sum::<i32>(), "{} {codes:?} sum", qk.name);
+                        for (i, &w) in want.iter().enumerate() {
+                            let got = match codes {
+                                ActCodes::Uint8 => bytes[i] as i32,
+                                ActCodes::Int8 => bytes[i] as i8 as i32,
+                                ActCodes::Int16 => {
+                                    i16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]) as i32
+                                }
+                            };
+                            assert_eq!(got, w, "{} {codes:?} k={k} x[{i}] = {}", qk.name, x[i]);
+                        }
                     }
                 }
             }

@@ -106,6 +106,7 @@ static QUANT: QKernel = QKernel {
     quantize: super::simd128::quantize_int8::<QMR>,
     blocks: true,
     q8_a: ActCodes::Int8,
+    ops: &ROW_OPS,
     w_range: (0, 127),
 };
 

@@ -29,6 +29,7 @@ pub static QUANT: QKernel = QKernel {
     quantize: super::qgemm::quantize_rows,
     blocks: true,
     q8_a: ActCodes::Int16,
+    ops: &ROW_OPS,
     w_range: (0, 255),
 };
 
@@ -53,6 +54,7 @@ pub static QUANT_I8: QKernel = QKernel {
     quantize: super::qgemm::quantize_rows,
     blocks: true,
     q8_a: ActCodes::Int8,
+    ops: &ROW_OPS,
     w_range: (0, 127),
 };
 
@@ -70,6 +72,7 @@ pub static QUANT_U8S8: QKernel = QKernel {
     quantize: super::qgemm::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
+    ops: &ROW_OPS,
     w_range: (-128, 127),
 };
 

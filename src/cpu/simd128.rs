@@ -33,6 +33,7 @@ pub(super) static QUANT: QKernel = QKernel {
     quantize: quantize_int16,
     blocks: true,
     q8_a: ActCodes::Int16,
+    ops: &ROW_OPS,
     w_range: (0, 255),
 };
 

@@ -68,11 +68,21 @@ async function run({ b64, args }) {
       view().setUint32(written, total, true);
       return 0;
     },
+    // What Rust's test harness asks besides (a compiled `cargo test` binary runs here too):
+    // descriptors are character devices, no pre-opened directories, yielding is a no-op.
+    fd_fdstat_get: (_fd, ptr) => {
+      new Uint8Array(memory.buffer, ptr, 24).fill(0);
+      view().setUint8(ptr, 2, true);
+      return 0;
+    },
+    fd_prestat_get: () => 8,
+    sched_yield: () => 0,
     random_get: (ptr, len) => {
       crypto.getRandomValues(new Uint8Array(memory.buffer, ptr, len));
       return 0;
     },
-    proc_exit: () => {
+    proc_exit: (code) => {
+      exit.code = code;
       throw exit;
     },
   };
@@ -85,6 +95,7 @@ async function run({ b64, args }) {
     instance.exports._start();
   } catch (e) {
     if (e !== exit) text += `\nerror: ${e}\n`;
+    else if (exit.code) text += `\nexit code ${exit.code}\n`;
   }
   return text;
 }

@@ -41,6 +41,7 @@ fn on_a_gpu_a_watched_call_reports_each_window_too() {
         gpu: GpuOptions {
             max_binding: None,
             f16: Some(false),
+            ..GpuOptions::DEFAULT
         },
         ..Default::default()
     };

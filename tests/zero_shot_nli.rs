@@ -63,8 +63,8 @@ fn nli_zero_shot_matches_the_hf_pipeline_on_gpu() {
     let options = LoadOptions {
         device: Device::Gpu,
         gpu: GpuOptions {
-            max_binding: None,
             f16: Some(false),
+            ..Default::default()
         },
         ..Default::default()
     };

@@ -41,6 +41,8 @@ mod cli {
         after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
                       WEBERT_GPU_F16 (0 keeps f32 GPU weights, 1 requires f16), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
+                      WEBERT_GPU_WEIGHTS (packed: q4/q8 weights stay packed on the GPU; dequant), \
+                      WEBERT_GPU_Q8 (int: integer dot products; float), \
                       WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32)"
     )]
     struct Cli {
@@ -304,6 +306,21 @@ mod cli {
                 ))
             })?),
         };
+        let dequantize = match var("WEBERT_GPU_WEIGHTS").as_deref() {
+            None | Some("packed") => false,
+            Some("dequant") => true,
+            Some(o) => {
+                return Err(Error::Input(format!(
+                    "WEBERT_GPU_WEIGHTS={o}: use packed or dequant"
+                )))
+            }
+        };
+        let q8_int = match var("WEBERT_GPU_Q8").as_deref() {
+            None => None,
+            Some("int") => Some(true),
+            Some("float") => Some(false),
+            Some(o) => return Err(Error::Input(format!("WEBERT_GPU_Q8={o}: use int or float"))),
+        };
         let quantized = match var("WEBERT_QUANTIZED").as_deref() {
             None | Some("int") => webert::engine::Quantized::Int,
             Some("f32") => webert::engine::Quantized::F32,
@@ -315,7 +332,12 @@ mod cli {
         };
         Ok(LoadOptions {
             device,
-            gpu: GpuOptions { max_binding, f16 },
+            gpu: GpuOptions {
+                max_binding,
+                f16,
+                dequantize,
+                q8_int,
+            },
             isa: var("WEBERT_ISA"),
             quantized,
             ..Default::default()
@@ -665,12 +687,17 @@ mod bench {
                 .collect()
         });
         let label = a.shape.clone().unwrap_or_else(|| a.model.model.clone());
+        let weights = engine.gpu_weight_bytes();
         println!(
             "{}",
             serde_json::json!({
                 "gpu_ms_by_kernel": per_kernel,
                 "gpu_ms": gpu_total,
                 "cpu_head_ms": cpu_head,
+                "gpu_weight_bytes": weights.map(|w| w.uploaded),
+                "gpu_weight_bytes_dequantized": weights.map(|w| w.dequantized),
+                "gpu_gemm_weight_bytes": weights.map(|w| w.gemm_uploaded),
+                "gpu_gemm_weight_bytes_dequantized": weights.map(|w| w.gemm_dequantized),
                 "model": label,
                 "backend": engine.backend(),
                 "batch": a.batch,

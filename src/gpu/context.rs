@@ -13,6 +13,24 @@ pub struct GpuOptions {
     /// f16 GEMM weights (f32 accumulation): `None` uses them when the adapter has
     /// `shader-f16`; `Some(true)` requires them, `Some(false)` keeps f32.
     pub f16: Option<bool>,
+    /// q4 and q8 weights are dequantized to f32/f16 at upload instead of staying packed (4-bit
+    /// codes, 8-bit codes) and being unpacked inside the GEMM.
+    pub dequantize: bool,
+    /// q8 weights: `None` computes them with integer dot products (`dot4U8Packed`, activations
+    /// quantized as `DynamicQuantizeLinear`) where WGSL offers them, else in f32 from the packed
+    /// codes; `Some(true)` requires the integer path, `Some(false)` keeps f32.
+    pub q8_int: Option<bool>,
+}
+
+impl GpuOptions {
+    /// q8 in f32 (the dequantized weights' arithmetic) when the CPU's `quantized` is `F32` and
+    /// no GPU option chose otherwise, so both executors compute the same thing.
+    pub fn for_quantized(mut self, q: crate::exec::Quantized) -> Self {
+        if q == crate::exec::Quantized::F32 {
+            self.q8_int.get_or_insert(false);
+        }
+        self
+    }
 }
 
 pub struct GpuContext {
@@ -21,6 +39,8 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub options: GpuOptions,
+    /// WGSL's `packed_4x8_integer_dot_product` (`dot4U8Packed`) is there.
+    pub int_dot: bool,
     /// The first uncaptured validation/out-of-memory error, or the device-lost reason.
     failure: Arc<Mutex<Option<GpuError>>>,
 }
@@ -46,6 +66,12 @@ impl GpuContext {
             .await
             .map_err(|e| Error::gpu(GpuErrorKind::Unavailable, format!("no GPU adapter: {e}")))?;
         let info = adapter.get_info();
+        let int_dot = (instance.wgsl_language_features())
+            .contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct);
+        if options.q8_int == Some(true) && !int_dot {
+            let msg = "WGSL's packed_4x8_integer_dot_product is not available here";
+            return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
+        }
         let limits = adapter.limits();
         // Timestamps are optional: used only to profile when the adapter offers them.
         let mut wanted = wgpu::Features::TIMESTAMP_QUERY;
@@ -95,6 +121,7 @@ impl GpuContext {
             info,
             limits,
             options,
+            int_dot,
             failure,
         })
     }
@@ -133,6 +160,11 @@ impl GpuContext {
     /// GEMM weights are stored as f16.
     pub fn f16(&self) -> bool {
         self.device.features().contains(wgpu::Features::SHADER_F16)
+    }
+
+    /// q8 weights are computed with integer dot products.
+    pub fn q8_int(&self) -> bool {
+        !self.options.dequantize && self.int_dot && self.options.q8_int != Some(false)
     }
 
     pub fn name(&self) -> String {

@@ -633,6 +633,10 @@ mod bench {
         /// Run the task head too; with a GPU, also time the head alone on the CPU
         #[arg(long)]
         head: bool,
+        /// With --shape: quantize the random encoder weights (q4: 4-bit blocks of 32; q8: int8
+        /// per channel), as the transformers.js exports are
+        #[arg(long)]
+        quant: Option<String>,
     }
 
     async fn load(a: &BenchArgs) -> Result<Engine> {
@@ -642,12 +646,17 @@ mod bench {
             return Engine::load(files, options).await;
         };
         let (config, tokenizer, _) = files.load()?;
-        let (config, weights) = webert::model::synthetic::random_model(config, shape, 42)
+        let (config, mut weights) = webert::model::synthetic::random_model(config, shape, 42)
             .ok_or_else(|| {
                 Error::Input(format!(
                     "unknown shape `{shape}`; use bert-base, bert-large or minilm-l6"
                 ))
             })?;
+        match a.quant.as_deref() {
+            None => {}
+            Some(q @ ("q4" | "q8")) => webert::model::synthetic::quantize(&mut weights, q == "q8"),
+            Some(q) => return Err(Error::Input(format!("--quant {q}: use q4 or q8"))),
+        }
         Engine::build(config, tokenizer, weights, options).await
     }
 
@@ -686,7 +695,10 @@ mod bench {
                 .map(|(name, ms)| (name.to_string(), serde_json::json!(ms)))
                 .collect()
         });
-        let label = a.shape.clone().unwrap_or_else(|| a.model.model.clone());
+        let mut label = a.shape.clone().unwrap_or_else(|| a.model.model.clone());
+        if let Some(q) = &a.quant {
+            label = format!("{label} {q}");
+        }
         let weights = engine.gpu_weight_bytes();
         println!(
             "{}",

@@ -41,7 +41,7 @@ mod cli {
         after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
                       WEBERT_GPU_F16 (0 keeps f32 GPU weights, 1 requires f16), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
-                      WEBERT_GPU_WEIGHTS (packed: q4/q8 weights stay packed on the GPU; dequant), \
+                      WEBERT_GPU_WEIGHTS (packed: q4/q8 weights stay packed on the GPU; dequant; unset: packed on hardware adapters), \
                       WEBERT_GPU_Q8 (int: integer dot products; float), \
                       WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32)"
     )]
@@ -307,8 +307,9 @@ mod cli {
             })?),
         };
         let dequantize = match var("WEBERT_GPU_WEIGHTS").as_deref() {
-            None | Some("packed") => false,
-            Some("dequant") => true,
+            None => None,
+            Some("packed") => Some(false),
+            Some("dequant") => Some(true),
             Some(o) => {
                 return Err(Error::Input(format!(
                     "WEBERT_GPU_WEIGHTS={o}: use packed or dequant"

@@ -13,9 +13,11 @@ pub struct GpuOptions {
     /// f16 GEMM weights (f32 accumulation): `None` uses them when the adapter has
     /// `shader-f16`; `Some(true)` requires them, `Some(false)` keeps f32.
     pub f16: Option<bool>,
-    /// q4 and q8 weights are dequantized to f32/f16 at upload instead of staying packed (4-bit
-    /// codes, 8-bit codes) and being unpacked inside the GEMM.
-    pub dequantize: bool,
+    /// q4 and q8 weights dequantized to f32/f16 at upload (`Some(true)`) or kept packed (4-bit,
+    /// 8-bit codes) and unpacked inside the GEMM (`Some(false)`); `None` packs them on hardware
+    /// adapters and dequantizes on software ones, where unpacking costs more than the
+    /// bandwidth it saves (docs/performance.md).
+    pub dequantize: Option<bool>,
     /// q8 weights: `None` computes them with integer dot products (`dot4U8Packed`, activations
     /// quantized as `DynamicQuantizeLinear`) where WGSL offers them, else in f32 from the packed
     /// codes; `Some(true)` requires the integer path, `Some(false)` keeps f32.
@@ -162,9 +164,16 @@ impl GpuContext {
         self.device.features().contains(wgpu::Features::SHADER_F16)
     }
 
+    /// Quantized weights are uploaded dequantized.
+    pub fn dequantize(&self) -> bool {
+        self.options
+            .dequantize
+            .unwrap_or_else(|| self.is_software())
+    }
+
     /// q8 weights are computed with integer dot products.
     pub fn q8_int(&self) -> bool {
-        !self.options.dequantize && self.int_dot && self.options.q8_int != Some(false)
+        !self.dequantize() && self.int_dot && self.options.q8_int != Some(false)
     }
 
     pub fn name(&self) -> String {

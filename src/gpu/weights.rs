@@ -116,7 +116,7 @@ pub fn upload(
             total.gemm_dequantized += float_row * rows as u64;
         }
         // Only GEMM-only weights (`half`) may stay packed: nothing else reads codes.
-        let form = match half[i] && !ctx.options.dequantize {
+        let form = match half[i] && !ctx.dequantize() {
             true => packed::form(t, cols, ctx.q8_int()),
             false => Packed::None,
         };

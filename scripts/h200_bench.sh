@@ -56,6 +56,25 @@ for shape in bert-base minilm-l6; do
     done
   done
 done
+# Low-bit weights kept packed on the GPU (q4; q8 integer) against their dequantized upload.
+for quant in q4 q8; do
+  for weights in packed dequant; do
+    for batch in 1 32; do
+      if (( SECONDS - start > 400 )); then
+        echo "== webert bert-base $quant $weights b$batch: skipped (time kept for PyTorch)"
+        continue
+      fi
+      echo "== webert bert-base $quant $weights batch $batch seq 128"
+      WEBERT_GPU_WEIGHTS=$weights timeout 60 "$B" bench --model "$tok" --shape bert-base --quant $quant \
+        --backend gpu --batch "$batch" --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
+    done
+  done
+done
+if (( SECONDS - start <= 400 )); then
+  echo "== webert bert-base q8 packed, f32 GEMM, batch 1 seq 128"
+  WEBERT_GPU_Q8=float timeout 60 "$B" bench --model "$tok" --shape bert-base --quant q8 --backend gpu \
+    --batch 1 --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
+fi
 echo "== webert done after $((SECONDS - start)) s"
 echo "== PyTorch"
 PYTHONUNBUFFERED=1 timeout $((500 - (SECONDS - start))) python3 scripts/torch_bert_bench.py

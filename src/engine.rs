@@ -6,7 +6,7 @@ use crate::error::{Error, GpuErrorKind, Result};
 use crate::exec::{Batch, Output};
 pub use crate::exec::{Quantized, Want};
 use crate::gpu::{GpuContext, GpuExecutor};
-pub use crate::gpu::{GpuOptions, KernelOptions, TileChoice};
+pub use crate::gpu::{GpuOptions, KernelOptions, TileChoice, WeightBytes};
 use crate::model::{
     budget, Architecture, HeadKind, ModelConfig, ModelFiles, Plan, Rows, TextTokenizer, Weights,
     Windowing,
@@ -205,11 +205,12 @@ impl Engine {
         let (plan, tensors) = Plan::build(config.clone(), weights)?;
         let plan = Arc::new(plan);
         let (device, auto) = (options.device, options.auto);
+        let gpu_options = options.gpu.for_quantized(options.quantized);
         let gpu = match device {
             Device::Cpu => None,
-            Device::Gpu => Some(Engine::gpu(&plan, &tensors, true, options.gpu).await?),
+            Device::Gpu => Some(Engine::gpu(&plan, &tensors, true, gpu_options).await?),
             Device::Auto => {
-                (Engine::gpu(&plan, &tensors, auto.allow_software, options.gpu).await).ok()
+                (Engine::gpu(&plan, &tensors, auto.allow_software, gpu_options).await).ok()
             }
         };
         let mut cpu = CpuExecutor::new(plan.clone(), tensors, kernel, options.quantized);
@@ -332,6 +333,13 @@ impl Engine {
             ));
         }
         GpuExecutor::new(ctx, plan.clone(), tensors)
+    }
+
+    /// Bytes of weights on the GPU and what they would take dequantized (f32, or f16 with
+    /// `shader-f16`); `None` without a GPU executor.
+    pub fn gpu_weight_bytes(&self) -> Option<WeightBytes> {
+        let gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
+        gpu.as_ref().map(|g| g.exec.weight_bytes())
     }
 
     /// The CPU's integer tile for block-quantized (q4) weights, e.g. `relaxed-simd int8`; `None`

@@ -44,6 +44,8 @@ mod cli {
                       reductions, cooperative-matrix GEMMs), WEBERT_GPU_TILE (auto, 64, 16, 64:4 \
                       for 64-row tiles with the reduction split in 4), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
+                      WEBERT_GPU_WEIGHTS (packed: q4/q8 weights stay packed on the GPU; dequant; unset: packed on hardware adapters), \
+                      WEBERT_GPU_Q8 (int: integer dot products; float), \
                       WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32), \
                       WEBERT_MEMORY_BUDGET (bytes for weights and activations, e.g. 4G; default 8G)"
     )]
@@ -328,6 +330,22 @@ mod cli {
                 ))
             })?),
         };
+        let dequantize = match var("WEBERT_GPU_WEIGHTS").as_deref() {
+            None => None,
+            Some("packed") => Some(false),
+            Some("dequant") => Some(true),
+            Some(o) => {
+                return Err(Error::Input(format!(
+                    "WEBERT_GPU_WEIGHTS={o}: use packed or dequant"
+                )))
+            }
+        };
+        let q8_int = match var("WEBERT_GPU_Q8").as_deref() {
+            None => None,
+            Some("int") => Some(true),
+            Some("float") => Some(false),
+            Some(o) => return Err(Error::Input(format!("WEBERT_GPU_Q8={o}: use int or float"))),
+        };
         let quantized = match var("WEBERT_QUANTIZED").as_deref() {
             None | Some("int") => webert::engine::Quantized::Int,
             Some("f32") => webert::engine::Quantized::F32,
@@ -351,6 +369,8 @@ mod cli {
                 max_binding,
                 f16,
                 kernels,
+                dequantize,
+                q8_int,
             },
             isa: var("WEBERT_ISA"),
             quantized,
@@ -648,6 +668,10 @@ mod bench {
         /// Run the task head too; with a GPU, also time the head alone on the CPU
         #[arg(long)]
         head: bool,
+        /// With --shape: quantize the random encoder weights (q4: 4-bit blocks of 32; q8: int8
+        /// per channel), as the transformers.js exports are
+        #[arg(long)]
+        quant: Option<String>,
     }
 
     async fn load(a: &BenchArgs) -> Result<Engine> {
@@ -657,12 +681,17 @@ mod bench {
             return Engine::load(files, options).await;
         };
         let (config, tokenizer, _) = files.load()?;
-        let (config, weights) = webert::model::synthetic::random_model(config, shape, 42)
+        let (config, mut weights) = webert::model::synthetic::random_model(config, shape, 42)
             .ok_or_else(|| {
                 Error::Input(format!(
                     "unknown shape `{shape}`; use bert-base, bert-large or minilm-l6"
                 ))
             })?;
+        match a.quant.as_deref() {
+            None => {}
+            Some(q @ ("q4" | "q8")) => webert::model::synthetic::quantize(&mut weights, q == "q8"),
+            Some(q) => return Err(Error::Input(format!("--quant {q}: use q4 or q8"))),
+        }
         Engine::build(config, tokenizer, weights, options).await
     }
 
@@ -723,7 +752,11 @@ mod bench {
                 .map(|(name, ms)| (name.to_string(), serde_json::json!(ms)))
                 .collect()
         });
-        let label = a.shape.clone().unwrap_or_else(|| a.model.model.clone());
+        let mut label = a.shape.clone().unwrap_or_else(|| a.model.model.clone());
+        if let Some(q) = &a.quant {
+            label = format!("{label} {q}");
+        }
+        let weights = engine.gpu_weight_bytes();
         println!(
             "{}",
             serde_json::json!({
@@ -731,6 +764,10 @@ mod bench {
                 "gpu_ms": gpu_total,
                 "gpu_gemms": gemms,
                 "cpu_head_ms": cpu_head,
+                "gpu_weight_bytes": weights.map(|w| w.uploaded),
+                "gpu_weight_bytes_dequantized": weights.map(|w| w.dequantized),
+                "gpu_gemm_weight_bytes": weights.map(|w| w.gemm_uploaded),
+                "gpu_gemm_weight_bytes_dequantized": weights.map(|w| w.gemm_dequantized),
                 "model": label,
                 "backend": engine.backend(),
                 "batch": a.batch,

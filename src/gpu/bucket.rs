@@ -3,9 +3,10 @@
 //! made once and reused by every call that fits.
 
 use super::context::KernelChoice;
+use super::packed::Packed;
 use super::params::{
-    act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
-    LayerNormParams,
+    act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmQParams,
+    GemmReduceParams, LayerNormParams, Q8Params,
 };
 use super::pipelines::{GemmPlan, Kernel, Pipelines};
 use super::weights::GpuWeight;
@@ -406,6 +407,10 @@ impl Builder<'_> {
                 let bias = linear.bias.map_or(self.dummy, w);
                 let res = residual.map_or(self.dummy, |r| &acts[r.0]);
                 let weight = &self.weights[linear.weight.0];
+                if weight.packed != Packed::None {
+                    self.packed_linear(op, dims, inputs, acts, rec);
+                    return;
+                }
                 // One GEMM per chunk of a split weight: a range of output columns each.
                 for c in &weight.chunks {
                     let plan = GemmPlan::choose(self.choice, m, c.rows, linear.n_in, weight.f16);
@@ -499,6 +504,89 @@ impl Builder<'_> {
                     per_element(rows * spec.cols),
                 );
             }
+        }
+    }
+
+    /// A linear on a packed low-bit weight (`packed.rs`): for integer q8, the activations
+    /// quantized first (per row range, then per row group), then one GEMM per chunk.
+    fn packed_linear(
+        &self,
+        op: &Op,
+        dims: Dims,
+        inputs: &BucketInputs,
+        acts: &[wgpu::Buffer],
+        rec: &mut Recorder,
+    ) {
+        let Op::Linear {
+            x,
+            linear,
+            act,
+            residual,
+            norm,
+            out,
+        } = *op
+        else {
+            return;
+        };
+        let w = |id: WeightId| self.weights[id.0].whole();
+        let rows = self.plan.buffers[x.0].rows;
+        let (m, k) = (dims.rows(rows), linear.n_in);
+        let weight = &self.weights[linear.weight.0];
+        let kernel = Kernel::packed_gemm(weight.packed, m);
+        let quantized = (weight.packed == Packed::Q8Int).then(|| {
+            let range = storage(self.device, "q8_range", m * 8);
+            let codes = storage(self.device, "q8_codes", m * k);
+            let meta = storage(self.device, "q8_meta", m * 16);
+            let params = Q8Params {
+                rows: m as u32,
+                k: k as u32,
+                seq_len: dims.seq_len as u32,
+                kind: match rows {
+                    Rows::Tokens => 0,
+                    Rows::First => 1,
+                    Rows::Picked => 2,
+                },
+            };
+            rec.push(Kernel::Q8Range, params, &[&acts[x.0], &range], per_row(m));
+            let buffers = [
+                &acts[x.0],
+                &range,
+                &inputs.lens,
+                &inputs.picked,
+                &codes,
+                &meta,
+            ];
+            rec.push(Kernel::Q8Quantize, params, &buffers, per_row(m));
+            (codes, meta)
+        });
+        let bias = linear.bias.map_or(self.dummy, w);
+        let res = residual.map_or(self.dummy, |r| &acts[r.0]);
+        for c in &weight.chunks {
+            let params = GemmQParams {
+                m: m as u32,
+                n: c.rows as u32,
+                k: k as u32,
+                act: act_code(act),
+                has_bias: linear.bias.is_some() as u32,
+                has_residual: residual.is_some() as u32,
+                ldo: linear.n_out as u32,
+                col_off: c.row0 as u32,
+                k_len: 0,
+                block: weight.block as u32,
+            };
+            let groups = [
+                c.rows.div_ceil(64) as u32,
+                m.div_ceil(kernel.tile_rows()) as u32,
+                1,
+            ];
+            let xb = quantized.as_ref().map_or(&acts[x.0], |q| &q.0);
+            let mut buffers = vec![xb, &c.buffer, bias, res, &acts[out.0]];
+            buffers.extend(c.aux.iter());
+            buffers.extend(quantized.as_ref().map(|q| &q.1));
+            rec.push(kernel, params, &buffers, groups);
+        }
+        if let Some(n) = norm {
+            self.layer_norm(rec, n, m, linear.n_out, &acts[out.0]);
         }
     }
 }

@@ -16,6 +16,15 @@ pub struct GpuOptions {
     pub f16: Option<bool>,
     /// Which kernel variants run (each reachable on any adapter that has its feature).
     pub kernels: KernelOptions,
+    /// q4 and q8 weights dequantized to f32/f16 at upload (`Some(true)`) or kept packed (4-bit,
+    /// 8-bit codes) and unpacked inside the GEMM (`Some(false)`); `None` packs them on hardware
+    /// adapters and dequantizes on software ones, where unpacking costs more than the
+    /// bandwidth it saves (docs/performance.md).
+    pub dequantize: Option<bool>,
+    /// q8 weights: `None` computes them with integer dot products (`dot4U8Packed`, activations
+    /// quantized as `DynamicQuantizeLinear`) where WGSL offers them, else in f32 from the packed
+    /// codes; `Some(true)` requires the integer path, `Some(false)` keeps f32.
+    pub q8_int: Option<bool>,
 }
 
 impl GpuOptions {
@@ -23,7 +32,18 @@ impl GpuOptions {
         max_binding: None,
         f16: None,
         kernels: KernelOptions::AUTO,
+        dequantize: None,
+        q8_int: None,
     };
+
+    /// q8 in f32 (the dequantized weights' arithmetic) when the CPU's `quantized` is `F32` and
+    /// no GPU option chose otherwise, so both executors compute the same thing.
+    pub fn for_quantized(mut self, q: crate::exec::Quantized) -> Self {
+        if q == crate::exec::Quantized::F32 {
+            self.q8_int.get_or_insert(false);
+        }
+        self
+    }
 }
 
 /// Kernel variants; `None` picks by adapter (see `KernelChoice::resolve`).
@@ -94,6 +114,8 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     pub options: GpuOptions,
     pub choice: KernelChoice,
+    /// WGSL's `packed_4x8_integer_dot_product` (`dot4U8Packed`) is there.
+    pub int_dot: bool,
     /// The first uncaptured validation/out-of-memory error, or the device-lost reason.
     failure: Arc<Mutex<Option<GpuError>>>,
 }
@@ -119,6 +141,12 @@ impl GpuContext {
             .await
             .map_err(|e| Error::gpu(GpuErrorKind::Unavailable, format!("no GPU adapter: {e}")))?;
         let info = adapter.get_info();
+        let int_dot = (instance.wgsl_language_features())
+            .contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct);
+        if options.q8_int == Some(true) && !int_dot {
+            let msg = "WGSL's packed_4x8_integer_dot_product is not available here";
+            return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
+        }
         let limits = adapter.limits();
         // Timestamps are optional: used only to profile when the adapter offers them.
         let mut wanted = wgpu::Features::TIMESTAMP_QUERY;
@@ -219,6 +247,7 @@ impl GpuContext {
             limits,
             options,
             choice,
+            int_dot,
             failure,
         })
     }
@@ -257,6 +286,18 @@ impl GpuContext {
     /// GEMM weights are stored as f16.
     pub fn f16(&self) -> bool {
         self.choice.f16_weights
+    }
+
+    /// Quantized weights are uploaded dequantized.
+    pub fn dequantize(&self) -> bool {
+        self.options
+            .dequantize
+            .unwrap_or_else(|| self.is_software())
+    }
+
+    /// q8 weights are computed with integer dot products.
+    pub fn q8_int(&self) -> bool {
+        !self.dequantize() && self.int_dot && self.options.q8_int != Some(false)
     }
 
     pub fn name(&self) -> String {

@@ -4,6 +4,7 @@
 
 mod bucket;
 mod context;
+mod packed;
 mod params;
 mod pipelines;
 mod readback;
@@ -17,6 +18,7 @@ pub use context::{GpuContext, GpuOptions, KernelOptions, TileChoice};
 use pipelines::Pipelines;
 use std::collections::HashMap;
 use std::sync::Arc;
+pub use weights::WeightBytes;
 
 /// Longest sequence the attention shader handles (its workgroup score buffer).
 const MAX_SEQ: usize = 512;
@@ -30,6 +32,7 @@ pub struct GpuExecutor {
     pipelines: Pipelines,
     plan: Arc<Plan>,
     weights: Vec<weights::GpuWeight>,
+    weight_bytes: WeightBytes,
     dummy: wgpu::Buffer,
     buckets: HashMap<Dims, Bucket>,
     /// Submissions to let through before the device is destroyed with one in flight (tests).
@@ -50,25 +53,31 @@ impl GpuExecutor {
                 ),
             ));
         }
-        let weights = weights::upload(&ctx, &plan, weights)?;
+        let (weights, weight_bytes) = weights::upload(&ctx, &plan, weights)?;
         let dummy = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("unused"),
             size: 16,
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        let pipelines = Pipelines::new(&ctx.device, &ctx.choice);
+        let pipelines = Pipelines::new(&ctx.device, &ctx.choice, ctx.q8_int());
         ctx.check()?;
         Ok(GpuExecutor {
             ctx,
             pipelines,
             plan,
             weights,
+            weight_bytes,
             dummy,
             buckets: HashMap::new(),
             #[cfg(any(test, feature = "test-hooks"))]
             lose_after: std::sync::atomic::AtomicUsize::new(usize::MAX),
         })
+    }
+
+    /// Bytes of weights on the GPU, and what they would take dequantized.
+    pub fn weight_bytes(&self) -> WeightBytes {
+        self.weight_bytes
     }
 
     /// Destroys the device, as a driver reset would; later calls fail and the engine falls back.

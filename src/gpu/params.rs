@@ -79,6 +79,28 @@ uniforms! {
         ldo: u32,
         col_off: u32,
     }
+    /// `GemmParams` and the block width of q4 weights (GEMMs on packed weights, `packed.rs`).
+    GemmQParams {
+        m: u32,
+        n: u32,
+        k: u32,
+        act: u32,
+        has_bias: u32,
+        has_residual: u32,
+        ldo: u32,
+        col_off: u32,
+        /// As `GemmParams::k_len` (packed GEMMs run whole: 0).
+        k_len: u32,
+        block: u32,
+    }
+    /// Activations quantized as `DynamicQuantizeLinear` per row group (`kind`: 0 a sequence's
+    /// tokens, 1 single rows, 2 a sequence's picked rows) for the integer q8 GEMM.
+    Q8Params {
+        rows: u32,
+        k: u32,
+        seq_len: u32,
+        kind: u32,
+    }
     LayerNormParams {
         rows: u32,
         dim: u32,

@@ -2,8 +2,8 @@
 
 use super::context::KernelChoice;
 use super::params::{
-    self, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
-    LayerNormParams,
+    self, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmQParams,
+    GemmReduceParams, LayerNormParams, Q8Params,
 };
 use crate::error::{Error, GpuErrorKind, Result};
 
@@ -33,6 +33,13 @@ pub enum Kernel {
     /// One workgroup per query row, for larger heads.
     AttentionWide,
     Gather,
+    /// GEMMs on packed low-bit weights (`packed.rs`): q4 and q8 unpacked to f32 on load, and
+    /// q8 with integer dot products on activations quantized by `Q8Range` + `Q8Quantize`.
+    GemmQ4(Tile),
+    GemmQ8(Tile),
+    GemmQ8Int(Tile),
+    Q8Range,
+    Q8Quantize,
 }
 
 /// GEMM output tile height: 64 rows, or 16 for short inputs, where most of a 64-row tile
@@ -78,10 +85,19 @@ impl Kernel {
             Kernel::Attention => "attention",
             Kernel::AttentionWide => "attention_wide",
             Kernel::Gather => "gather",
+            Kernel::GemmQ4(_) => "gemm_q4",
+            Kernel::GemmQ8(_) => "gemm_q8",
+            Kernel::GemmQ8Int(_) => "gemm_q8_int",
+            Kernel::Q8Range | Kernel::Q8Quantize => "q8_quantize",
         }
     }
 
-    const ALL: [Kernel; 13] = [
+    /// Kernels that need WGSL's `packed_4x8_integer_dot_product`.
+    fn int_dot(self) -> bool {
+        matches!(self, Kernel::GemmQ8Int(_))
+    }
+
+    const ALL: [Kernel; 21] = [
         Kernel::Embeddings,
         Kernel::Gemm(Tile::Tall),
         Kernel::Gemm(Tile::Short),
@@ -95,6 +111,14 @@ impl Kernel {
         Kernel::Attention,
         Kernel::AttentionWide,
         Kernel::Gather,
+        Kernel::GemmQ4(Tile::Tall),
+        Kernel::GemmQ4(Tile::Short),
+        Kernel::GemmQ8(Tile::Tall),
+        Kernel::GemmQ8(Tile::Short),
+        Kernel::GemmQ8Int(Tile::Tall),
+        Kernel::GemmQ8Int(Tile::Short),
+        Kernel::Q8Range,
+        Kernel::Q8Quantize,
     ];
 
     /// The attention variant for a head size.
@@ -123,11 +147,24 @@ impl Kernel {
         }
     }
 
+    /// The GEMM on a weight packed as `packed`, for `m` rows.
+    pub fn packed_gemm(packed: super::packed::Packed, m: usize) -> Kernel {
+        use super::packed::Packed;
+        let tile = Tile::for_rows(m);
+        match packed {
+            Packed::Q4 => Kernel::GemmQ4(tile),
+            Packed::Q8 => Kernel::GemmQ8(tile),
+            Packed::Q8Int => Kernel::GemmQ8Int(tile),
+            Packed::None => Kernel::Gemm(tile),
+        }
+    }
+
     /// The output rows one workgroup covers, for GEMMs.
     pub fn tile_rows(self) -> usize {
         match self {
             Kernel::Gemm(t) | Kernel::GemmScalar(t) | Kernel::GemmF16(t) => t.rows(),
             Kernel::GemmCoop => 64,
+            Kernel::GemmQ4(t) | Kernel::GemmQ8(t) | Kernel::GemmQ8Int(t) => t.rows(),
             _ => 1,
         }
     }
@@ -143,6 +180,8 @@ impl Kernel {
             Kernel::LayerNorm => LayerNormParams::wgsl(),
             Kernel::Attention | Kernel::AttentionWide => AttentionParams::wgsl(),
             Kernel::Gather => GatherParams::wgsl(),
+            Kernel::GemmQ4(_) | Kernel::GemmQ8(_) | Kernel::GemmQ8Int(_) => GemmQParams::wgsl(),
+            Kernel::Q8Range | Kernel::Q8Quantize => Q8Params::wgsl(),
         }
     }
 
@@ -194,6 +233,20 @@ impl Kernel {
                 include_str!("../../shaders/attention_wide.wgsl"),
             ),
             Kernel::Gather => (&[], include_str!("../../shaders/gather.wgsl")),
+            Kernel::GemmQ4(_) => (
+                &[ACTIVATION, include_str!("../../shaders/gemm_q4.wgsl")],
+                GEMM,
+            ),
+            Kernel::GemmQ8(_) => (
+                &[ACTIVATION, include_str!("../../shaders/gemm_q8.wgsl")],
+                GEMM,
+            ),
+            Kernel::GemmQ8Int(_) => (
+                &[ACTIVATION],
+                include_str!("../../shaders/gemm_q8_int.wgsl"),
+            ),
+            Kernel::Q8Range => (&[COMMON], include_str!("../../shaders/q8_range.wgsl")),
+            Kernel::Q8Quantize => (&[COMMON], include_str!("../../shaders/q8_quantize.wgsl")),
         };
         let mut consts = match self.tile_rows() {
             1 => String::new(),
@@ -201,7 +254,12 @@ impl Kernel {
         };
         if matches!(
             self,
-            Kernel::Gemm(_) | Kernel::GemmScalar(_) | Kernel::GemmF16(_) | Kernel::Attention
+            Kernel::Gemm(_)
+                | Kernel::GemmScalar(_)
+                | Kernel::GemmF16(_)
+                | Kernel::GemmQ4(_)
+                | Kernel::GemmQ8(_)
+                | Kernel::Attention
         ) {
             consts += &format!("alias OP = {};\n", if f16_ops { "f16" } else { "f32" });
         }
@@ -310,11 +368,12 @@ impl GemmPlan {
 
 impl Pipelines {
     /// Every kernel the device can run (f16 and cooperative-matrix ones need their features),
-    /// in the variants `choice` names.
-    pub fn new(device: &wgpu::Device, choice: &KernelChoice) -> Self {
+    /// in the variants `choice` names; the integer q8 GEMM only with `int_dot`.
+    pub fn new(device: &wgpu::Device, choice: &KernelChoice, int_dot: bool) -> Self {
         let pipelines = Kernel::ALL
             .iter()
             .filter(|k| k.available(choice))
+            .filter(|k| int_dot || !k.int_dot())
             .map(|k| {
                 let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(k.name()),

@@ -78,3 +78,64 @@ pub fn random_model(mut cfg: ModelConfig, name: &str, seed: u64) -> Option<(Mode
     }
     Some((cfg, w))
 }
+
+/// Replaces each encoder linear weight of `w` by its symmetric quantization, as the
+/// transformers.js exports have them: `q8` per output channel (int8, zero point 0), else 4-bit
+/// in blocks of 32 (zero point 8); the tensor's values become the dequantized ones.
+pub fn quantize(w: &mut Weights, q8: bool) {
+    use super::{BlockQuant, ChannelQuant, Quant};
+    let names: Vec<String> = (w.names())
+        .filter(|n| n.contains("layer") && n.ends_with("weight"))
+        .cloned()
+        .collect();
+    for name in names {
+        let Some(t) = w.get_mut(&name) else { continue };
+        let &[n, k] = t.shape.as_slice() else {
+            continue;
+        };
+        let quant = if q8 {
+            let mut q = ChannelQuant {
+                signed: true,
+                codes: Vec::with_capacity(n * k),
+                scales: Vec::with_capacity(n),
+                zero_points: vec![0; n],
+            };
+            for row in t.data.chunks_exact_mut(k) {
+                let s = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+                let s = if s > 0.0 { s } else { 1.0 };
+                q.scales.push(s);
+                for v in row.iter_mut() {
+                    let c = (*v / s).round().clamp(-127.0, 127.0);
+                    q.codes.push(c as i8 as u8);
+                    *v = c * s;
+                }
+            }
+            Quant::Channel(q)
+        } else {
+            let mut q = BlockQuant {
+                block: 32,
+                codes: Vec::with_capacity(n * k),
+                scales: Vec::new(),
+                zero_points: Vec::new(),
+            };
+            for row in t.data.chunks_exact_mut(k) {
+                for blk in row.chunks_mut(32) {
+                    let s = blk.iter().fold(0f32, |m, v| m.max(v.abs())) / 7.0;
+                    q.scales.push(s);
+                    q.zero_points.push(8.0);
+                    for v in blk.iter_mut() {
+                        let c = if s > 0.0 {
+                            (*v / s).round().clamp(-8.0, 7.0)
+                        } else {
+                            0.0
+                        };
+                        q.codes.push((c + 8.0) as u8);
+                        *v = c * s;
+                    }
+                }
+            }
+            Quant::Block(q)
+        };
+        t.quant = Some(Box::new(quant));
+    }
+}

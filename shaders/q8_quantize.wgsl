@@ -12,7 +12,8 @@
 @group(0) @binding(6) var<storage, read_write> ameta: array<vec4<u32>>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, l: Lanes) {
+    let t = l.t;
     let r = row_index(wg);
     if (r >= p.rows) {
         return;
@@ -38,8 +39,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             }
         }
     }
-    let mn = -reduce_max(t, -lo);
-    let mx = reduce_max(t, hi);
+    let mn = -reduce_max(l, -lo);
+    let mx = reduce_max(l, hi);
     let scale = select((mx - mn) / 255.0, 1.0, mx == mn);
     let zp = round(clamp(0.0 - mn / scale, 0.0, 255.0));
     let kw = p.k / 4u;
@@ -50,7 +51,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         xq[r * kw + c] = u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u);
         sum += q.x + q.y + q.z + q.w;
     }
-    let total = reduce_sum(t, sum);
+    let total = reduce_sum(l, sum);
     if (t == 0u) {
         ameta[r] = vec4<u32>(bitcast<u32>(scale), u32(zp), u32(total), 0u);
     }

@@ -4,7 +4,8 @@
 @group(0) @binding(2) var<storage, read_write> range: array<vec2<f32>>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, l: Lanes) {
+    let t = l.t;
     let r = row_index(wg);
     if (r >= p.rows) {
         return;
@@ -16,8 +17,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         lo = min(lo, v);
         hi = max(hi, v);
     }
-    let mn = -reduce_max(t, -lo);
-    let mx = reduce_max(t, hi);
+    let mn = -reduce_max(l, -lo);
+    let mx = reduce_max(l, hi);
     if (t == 0u) {
         range[r] = vec2<f32>(mn, mx);
     }

@@ -4,7 +4,7 @@
 # (an f32 ONNX export of MiniLM, scripts/export_minilm_onnx.py; transformers.js cannot read
 # safetensors). Installs tests/bench's own npm deps (transformers.js + playwright-core) from its
 # package-lock.json, with ONNXRUNTIME_NODE_INSTALL=skip and no install scripts (no network at run time).
-#   bash scripts/bench_browser.sh [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--serve]
+#   bash scripts/bench_browser.sh [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--order alternate|blocks] [--models minilm,pii,minilm-q8,pii-q8] [--tokens 15,128] [--serve]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f www/pkg/webert.js ] || bash scripts/build_web.sh
@@ -16,6 +16,16 @@ t=models/bench/tjs-minilm
 mkdir -p "$t/onnx"
 [ "$t/onnx/model.onnx" -nt models/bench/minilm.onnx ] || cp models/bench/minilm.onnx "$t/onnx/model.onnx"
 cp models/minilm/config.json models/minilm/tokenizer.json models/minilm/tokenizer_config.json "$t/"
+# q8 rows (`--models minilm-q8,pii-q8`): the q8 files scripts/setup.sh builds, under the name
+# transformers.js gives dtype 'q8', for both engines.
+q8=models/minilm/onnx/model_quantized.onnx
+[ -f "$q8" ] && cp "$q8" "$t/onnx/model_quantized.onnx"
+if [ -f target/onnx-dtypes/pii-optimum-q8.onnx ]; then
+  mkdir -p models/bench/pii-q8/onnx
+  cp models/pii/config.json models/pii/tokenizer*.json models/bench/pii-q8/
+  cp models/pii/special_tokens_map.json models/bench/pii-q8/ 2>/dev/null || true
+  cp target/onnx-dtypes/pii-optimum-q8.onnx models/bench/pii-q8/onnx/model_quantized.onnx
+fi
 [ -d tests/browser/node_modules/playwright-core ] ||
   { echo "missing tests/browser/node_modules (scripts/setup.sh): the bench launches Chromium as the browser tests do" >&2; exit 1; }
 if [ ! -d tests/bench/node_modules/@huggingface/transformers ] || [ tests/bench/package-lock.json -nt tests/bench/node_modules ]; then

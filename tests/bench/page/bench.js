@@ -41,7 +41,14 @@ const MODELS = {
     label: 'MiniLM f32',
   },
   pii: { task: 'token-classification', webert: '/models/pii/', tjs: 'pii', dtype: 'q4', label: 'PII q4' },
+  // The same q8 files (onnxruntime's dynamic quantization at transformers.js's settings) on both
+  // sides: transformers.js's default dtype in browsers.
+  'minilm-q8': {
+    task: 'feature-extraction', webert: '/models/minilm/', tjs: 'bench/tjs-minilm', dtype: 'q8', label: 'MiniLM q8',
+  },
+  'pii-q8': { task: 'token-classification', webert: '/models/bench/pii-q8/', tjs: 'bench/pii-q8', dtype: 'q8', label: 'PII q8' },
 };
+const embeds = (key) => MODELS[key].task === 'feature-extraction';
 
 // PII-rich English; prefixes of it (padded with " .") give exactly N tokens for each tokenizer.
 const BASE = ('Hi, my name is John Smith and I live at 42 Elm Street, Springfield. You can email me at ' +
@@ -102,7 +109,7 @@ function cosine(a, b) {
 }
 
 function compare(key, w, t) {
-  if (key === 'minilm') {
+  if (embeds(key)) {
     const cos = cosine(w, Array.from(t.data));
     return { agree: cos > 0.9999, detail: `cosine ${cos.toFixed(6)}` };
   }
@@ -130,7 +137,10 @@ async function main() {
   for (const key of wanted) {
     const m = MODELS[key];
     let t0 = performance.now();
-    const w = await webertPipeline(m.task, m.webert, { cache: false, worker: inWorker, threads, device: device === 'webgpu' ? 'webgpu' : 'cpu' });
+    const w = await webertPipeline(m.task, m.webert, {
+      cache: false, worker: inWorker, threads, device: device === 'webgpu' ? 'webgpu' : 'cpu',
+      ...(m.dtype === 'q8' ? { dtype: 'q8' } : {}),
+    });
     const wLoad = performance.now() - t0;
     t0 = performance.now();
     const t = await tjsPipeline(m.task, m.tjs, { dtype: m.dtype, device });
@@ -138,8 +148,8 @@ async function main() {
     log(`${m.label}: loaded webert ${wLoad.toFixed(0)} ms (${w.backend}), transformers.js ${tLoad.toFixed(0)} ms (${device})`);
     for (const n of tokenTargets) {
       const { text, tokens } = textWithTokens(t.tokenizer, n);
-      const opts = key === 'minilm' ? { pooling: 'mean', normalize: false } : {};
-      const wopts = key === 'minilm' ? { pooling: 'mean', normalize: false } : { aggregation_strategy: 'none' };
+      const opts = embeds(key) ? { pooling: 'mean', normalize: false } : {};
+      const wopts = embeds(key) ? { pooling: 'mean', normalize: false } : { aggregation_strategy: 'none' };
       const [wr, tr] = await timePair(() => w(text, wopts), () => t(text, opts));
       const cmp = compare(key, wr.last, tr.last);
       cmp.detail += ` (webert on ${wr.last.backend}, ${w.info.threads} thread${w.info.threads > 1 ? 's' : ''}${w.info.int_kernel ? `, ${w.info.int_kernel}` : ''})`;

@@ -8,44 +8,7 @@
 use std::time::Instant;
 use webert::cpu::{kernels, CpuExecutor};
 use webert::exec::{Batch, Quantized};
-use webert::model::{BlockQuant, ModelConfig, Plan};
-
-/// Replaces each encoder linear weight by its 4-bit, block-32 quantization.
-fn to_q4(w: &mut webert::model::Weights) {
-    let names: Vec<String> = w
-        .names()
-        .filter(|n| n.contains("layer") && n.ends_with("weight"))
-        .cloned()
-        .collect();
-    for name in names {
-        let t = w.get_mut(&name).expect("listed");
-        let [n, k] = t.shape[..] else { continue };
-        let mut q = BlockQuant {
-            block: 32,
-            codes: Vec::new(),
-            scales: Vec::new(),
-            zero_points: Vec::new(),
-        };
-        for row in t.data.chunks_exact_mut(k) {
-            for blk in row.chunks_mut(32) {
-                let s = blk.iter().fold(0f32, |m, v| m.max(v.abs())) / 7.0;
-                q.scales.push(s);
-                q.zero_points.push(8.0);
-                for v in blk.iter_mut() {
-                    let c = if s > 0.0 {
-                        (*v / s).round().clamp(-8.0, 7.0)
-                    } else {
-                        0.0
-                    };
-                    q.codes.push((c + 8.0) as u8);
-                    *v = c * s;
-                }
-            }
-        }
-        debug_assert_eq!(q.codes.len(), n * k);
-        t.quant = Some(Box::new(webert::model::Quant::Block(q)));
-    }
-}
+use webert::model::{synthetic, ModelConfig, Plan};
 
 fn main() {
     let q4 = std::env::args().any(|a| a == "--q4");
@@ -74,7 +37,7 @@ fn main() {
             let (cfg, mut weights) =
                 webert::model::synthetic::random_model(cfg, "minilm-l6", 1).expect("shape");
             if q4 {
-                to_q4(&mut weights);
+                synthetic::quantize(&mut weights, false);
             }
             (cfg, weights)
         }

@@ -111,10 +111,9 @@ impl GpuExecutor {
         self.ctx.name()
     }
 
-    /// Each distinct GEMM of a forward of `dims` with its tiling and how often it runs, e.g.
-    /// `128x2304x768: gemm_f16 16x64 split-k 4 (x6)`.
-    pub fn gemm_plans(&self, dims: Dims) -> Vec<String> {
-        let builder = Builder {
+    /// What builds a bucket's dispatches from this executor's device, plan and weights.
+    fn builder(&self) -> Builder<'_> {
+        Builder {
             device: &self.ctx.device,
             queue: &self.ctx.queue,
             pipelines: &self.pipelines,
@@ -122,7 +121,13 @@ impl GpuExecutor {
             weights: &self.weights,
             dummy: &self.dummy,
             choice: &self.ctx.choice,
-        };
+        }
+    }
+
+    /// Each distinct GEMM of a forward of `dims` with its tiling and how often it runs, e.g.
+    /// `128x2304x768: gemm_f16 16x64 split-k 4 (x6)`.
+    pub fn gemm_plans(&self, dims: Dims) -> Vec<String> {
+        let builder = self.builder();
         let mut seen: Vec<(bucket::GemmShape, usize)> = Vec::new();
         for g in builder.gemms(dims) {
             match seen.iter_mut().find(|(s, _)| *s == g) {
@@ -258,16 +263,7 @@ impl GpuExecutor {
         self.ctx.check()?;
         let dims = batch.dims();
         if !self.buckets.contains_key(&dims) {
-            let builder = Builder {
-                device: &self.ctx.device,
-                queue: &self.ctx.queue,
-                pipelines: &self.pipelines,
-                plan: &self.plan,
-                weights: &self.weights,
-                dummy: &self.dummy,
-                choice: &self.ctx.choice,
-            };
-            let bucket = builder.build(dims)?;
+            let bucket = self.builder().build(dims)?;
             self.buckets.insert(dims, bucket);
         }
         let bucket = &self.buckets[&dims];

@@ -1,5 +1,6 @@
 //! Where a CPU forward pass spends its time, per kind of op: a random MiniLM-L6-shaped model
-//! (f32, or with q4 weights like the PII export: `--q4`) on 128 tokens (`--tokens N`). Needs no files, so it
+//! (f32, or with q4 weights like the PII export: `--q4`, or per-channel q8 weights like
+//! transformers.js's `model_quantized.onnx`: `--q8`) on 128 tokens (`--tokens N`). Needs no files, so it
 //! also runs for wasm32-wasip1 in Chromium (`node tests/bench/wasi-chromium.mjs <wasm> --q4`).
 //! `--threads N`: native only, N threads.
 //! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers),
@@ -12,6 +13,7 @@ use webert::model::{synthetic, ModelConfig, Plan};
 
 fn main() {
     let q4 = std::env::args().any(|a| a == "--q4");
+    let q8 = std::env::args().any(|a| a == "--q8");
     let f32_only = std::env::args().any(|a| a == "--f32");
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--threads") {
@@ -36,8 +38,8 @@ fn main() {
             .expect("config");
             let (cfg, mut weights) =
                 webert::model::synthetic::random_model(cfg, "minilm-l6", 1).expect("shape");
-            if q4 {
-                synthetic::quantize(&mut weights, false);
+            if q4 || q8 {
+                synthetic::quantize(&mut weights, q8);
             }
             (cfg, weights)
         }
@@ -90,11 +92,12 @@ fn main() {
     println!(
         "{} ({}), 1x{l} tokens: {all:.1} ms per forward (sum of minima {all_min:.1})",
         exec.kernel_name(),
-        match (dir, q4, f32_only) {
-            (Some(_), _, true) => "model, quantized weights in f32",
-            (Some(_), _, false) => "model",
-            (None, true, _) => "q4 weights",
-            (None, false, _) => "f32 weights",
+        match (dir, q4, q8, f32_only) {
+            (Some(_), .., true) => "model, quantized weights in f32",
+            (Some(_), ..) => "model",
+            (None, true, ..) => "q4 weights",
+            (None, _, true, _) => "q8 weights",
+            (None, ..) => "f32 weights",
         }
     );
     for (k, ms, min) in totals {

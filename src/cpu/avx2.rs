@@ -77,7 +77,12 @@ unsafe fn q8_tile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize
             let d = _mm256_loadu_si256(ch.b.add(8 * v) as *const __m256i);
             let tj = _mm256_loadu_si256(ch.b.add(QNR + 8 * v) as *const __m256i);
             let fix = _mm256_add_epi32(_mm256_mullo_epi32(d, sum), _mm256_mullo_epi32(e, tj));
-            let total = _mm256_cvtepi32_ps(_mm256_add_epi32(dot, fix));
+            let mut total = _mm256_add_epi32(dot, fix);
+            if !ch.extra.is_null() {
+                let x = _mm256_loadu_si256(ch.extra.add(i * QNR + 8 * v) as *const __m256i);
+                total = _mm256_add_epi32(total, x);
+            }
+            let total = _mm256_cvtepi32_ps(total);
             let sw = _mm256_loadu_ps(t.b_scales.add(8 * v));
             let r = _mm256_mul_ps(total, _mm256_mul_ps(sa, sw));
             let dst = if full {

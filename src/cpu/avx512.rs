@@ -92,7 +92,12 @@ unsafe fn q8_tile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize
             let d = _mm512_loadu_si512(ch.b.add(16 * v) as *const _);
             let tj = _mm512_loadu_si512(ch.b.add(QNR + 16 * v) as *const _);
             let fix = _mm512_add_epi32(_mm512_mullo_epi32(d, sum), _mm512_mullo_epi32(e, tj));
-            let total = _mm512_cvtepi32_ps(_mm512_add_epi32(dot, fix));
+            let mut total = _mm512_add_epi32(dot, fix);
+            if !ch.extra.is_null() {
+                let x = _mm512_loadu_si512(ch.extra.add(i * QNR + 16 * v) as *const _);
+                total = _mm512_add_epi32(total, x);
+            }
+            let total = _mm512_cvtepi32_ps(total);
             let sw = _mm512_loadu_ps(t.b_scales.add(16 * v));
             let r = _mm512_mul_ps(total, _mm512_mul_ps(sa, sw));
             let dst = if full {

@@ -62,14 +62,17 @@ pub struct QTile {
 }
 
 /// The integer corrections of a per-channel tile: with `dot = Σ a*·w*` over the tile's codes,
-/// `C[i][j] = f32(dot + d[j]·sum[i] + e[i]·t[j]) · (sa[i]·sw[j])` in wrapping int32 (exact:
-/// the true sum fits).
+/// `C[i][j] = f32(dot + d[j]·sum[i] + e[i]·t[j] + x[i][j]) · (sa[i]·sw[j])` in wrapping int32
+/// (exact: the true sum fits).
 #[derive(Clone, Copy)]
 pub struct ChannelTerms {
     /// The strip's `mr` code sums `sum[i] = Σ_k a*`, then its `mr` offsets `e[i]`.
     pub a: *const i32,
     /// The panel's `nr` offsets `d[j]`, then its `nr` terms `t[j]`.
     pub b: *const i32,
+    /// Null, or `x`: `mr × nr` int32 (row stride `nr`), the products of the weight codes that
+    /// did not fit the tile's operand (`PackedQ`'s spills).
+    pub extra: *const i32,
 }
 
 /// How a tile takes q8 activations: `DynamicQuantizeLinear`'s uint8 codes `qa` with zero
@@ -82,6 +85,17 @@ pub enum ActCodes {
     Uint8,
     /// int16 `qa − za` (exact, no correction).
     Int16,
+}
+
+impl ActCodes {
+    /// The `c` of `a* = qa − c` for a row whose zero point is `zp`.
+    pub fn offset(self, zp: i32) -> i32 {
+        match self {
+            ActCodes::Int8 => 128,
+            ActCodes::Uint8 => 0,
+            ActCodes::Int16 => zp,
+        }
+    }
 }
 
 /// Writes `C[rows×cols] = A·Wᵀ` for one quantized tile.
@@ -155,10 +169,12 @@ pub fn available() -> Vec<&'static Kernel> {
         }
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-    v.push(if super::relaxed::int8_dot_works() {
-        &super::relaxed::KERNEL
-    } else {
+    v.push(if !super::relaxed::int8_dot_works() {
         &super::relaxed::KERNEL_INT16
+    } else if super::relaxed::dot_is_pmaddubsw() {
+        &super::relaxed::KERNEL_PAIRS
+    } else {
+        &super::relaxed::KERNEL
     });
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     v.push(&super::simd128::KERNEL);

@@ -131,11 +131,23 @@ impl CpuExecutor {
     /// The integer tile that multiplies quantized weights, when any are packed for one (the
     /// first weight's, where q8 weights went to more than one).
     pub fn int_kernel_name(&self) -> Option<&'static str> {
-        self.packed.iter().flatten().find_map(|p| match p {
-            Packed::Int(_) => self.kernel.quant.map(|q| q.name),
-            Packed::Q8(qk, _) => Some(qk.name),
-            Packed::F32(_) => None,
-        })
+        self.int_kernel_names().first().copied()
+    }
+
+    /// Every integer tile some weight is packed for, in the order of the weights.
+    pub fn int_kernel_names(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        for p in self.packed.iter().flatten() {
+            let name = match p {
+                Packed::Int(_) => self.kernel.quant.map(|q| q.name),
+                Packed::Q8(qk, _) => Some(qk.name),
+                Packed::F32(_) => None,
+            };
+            if let Some(name) = name.filter(|n| !names.contains(n)) {
+                names.push(name);
+            }
+        }
+        names
     }
 
     /// Runs the encoder, and the task head when `want` asks for logits.

@@ -31,9 +31,17 @@ pub static KERNEL: Kernel = Kernel {
     tails: TAILS,
     ops: &ROW_OPS,
     quant: Some(&QUANT),
-    // int8 where a weight's columns each span at most 128 codes (reduce_range exports),
-    // else the int16 tile
+    // int8, its weight operand 0..=127: onnxruntime's reduce_range codes (-64..=64) fit but
+    // for a rare spilled code (`PackedQ::channel`); wider codes take the int16 tile
     q8: &[&QUANT, &super::simd128::QUANT],
+};
+
+/// The kernel where the engine lowers `relaxed_dot` through `pmaddubsw` (x86 without AVX-VNNI,
+/// [`dot_is_pmaddubsw`]): its integer tiles take the dot product in two steps instead.
+pub static KERNEL_PAIRS: Kernel = Kernel {
+    quant: Some(&QUANT_PAIRS),
+    q8: &[&QUANT_PAIRS, &super::simd128::QUANT],
+    ..KERNEL
 };
 
 /// The same kernel where the engine's `relaxed_dot` is wrong (Node 20's V8 11.3 computes it
@@ -44,10 +52,26 @@ pub static KERNEL_INT16: Kernel = Kernel {
     ..KERNEL
 };
 
-/// Whether the int8 tile computes exact products here: `relaxed_dot` must give exact sums
+/// Whether the engine computes `i32x4.relaxed_dot_i8x16_i7x16_add` as x86's `pmaddubsw` (the
+/// second operand unsigned, pairs saturated to i16), then `pmaddwd` by a vector of ones it
+/// rebuilds each time, then `paddd`: five instructions, where AVX-VNNI's `vpdpbusd` or Arm's
+/// `sdot` take one. Told by the relaxed semantics on operands outside their promised range:
+/// 127·255 four times is 65534 there (saturated pairs), 129540 with `vpdpbusd`, −508 with
+/// signed products.
+pub fn dot_is_pmaddubsw() -> bool {
+    let (a, b) = std::hint::black_box((i8x16_splat(127), u8x16_splat(255)));
+    let d = i32x4_relaxed_dot_i8x16_i7x16_add(a, b, i32x4_splat(0));
+    i32x4_extract_lane::<0>(d) == 65534
+}
+
+/// Whether the int8 tiles compute exact products here: `relaxed_dot` must give exact sums
 /// when its second operand is below 128, but Node 20's V8 (11.3, relaxed-simd behind a flag)
-/// gets them wrong in some register assignments, so the real tile is run on a small product.
+/// gets them wrong in some register assignments, so each tile is run on a small product.
 pub fn int8_dot_works() -> bool {
+    QUANT_TILES.into_iter().all(tile_is_exact)
+}
+
+fn tile_is_exact(kern: &'static QKernel) -> bool {
     use super::qgemm::{qgemm, PackedQ, QScratch};
     let (m, n, k) = (QMR, QNR, 64);
     let q = crate::model::BlockQuant {
@@ -63,12 +87,12 @@ pub fn int8_dot_works() -> bool {
             _ => (i * 37 % 255) as f32 - 127.0,
         })
         .collect();
-    let Some(w) = PackedQ::new(&QUANT, n, k, &q) else {
+    let Some(w) = PackedQ::new(kern, n, k, &q) else {
         return false;
     };
     let mut c = vec![0.0; m * n];
     qgemm(
-        &QUANT,
+        kern,
         m,
         std::hint::black_box(&a),
         k,
@@ -110,6 +134,19 @@ static QUANT: QKernel = QKernel {
     w_range: (0, 127),
 };
 
+/// The int8 tile with the dot product in two steps, for engines that lower the fused one
+/// through `pmaddubsw` ([`dot_is_pmaddubsw`]): `i16x8.relaxed_dot_i8x16_i7x16` (one
+/// `pmaddubsw`; a pair of products, at most 2·128·127, never saturates), then
+/// `i32x4.dot_i16x8` against a ones vector kept in a register (one `pmaddwd`), then the add:
+/// three instructions instead of five, bit for bit the same sums (in Chromium on such a CPU,
+/// q8 92–95 GOP/s against 60–77 for the fused tile; docs/performance.md).
+static QUANT_PAIRS: QKernel = QKernel {
+    name: "relaxed-simd int8 pairs",
+    tile: qtile_pairs::<QMR>,
+    tails: &[qtile_pairs::<1>],
+    ..QUANT
+};
+
 #[cfg(webert_no_lsr)]
 const TAILS: &[TileFn] = &[tile::<1>, tile::<2>, tile::<3>, tile::<4>, tile::<5>];
 #[cfg(not(webert_no_lsr))]
@@ -148,3 +185,28 @@ unsafe fn qtile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, 
         |x, y, z| f32x4_relaxed_madd(x, y, z),
     )
 }
+
+/// As [`qtile`], the dot in two steps ([`QUANT_PAIRS`]).
+///
+/// # Safety
+/// As [`qtile`].
+unsafe fn qtile_pairs<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    // Opaque, so that it stays one register instead of a constant V8 rebuilds at each use.
+    let ones = std::hint::black_box(i16x8_splat(1));
+    super::simd128::qtile_with::<R, QNV, QMR>(
+        t,
+        (c, ldc, rows, cols),
+        4 * QNR,
+        |b, j| v128_load(b.add(16 * j) as *const v128),
+        |x, w, d| {
+            i32x4_add(
+                d,
+                i32x4_dot_i16x8(i16x8_relaxed_dot_i8x16_i7x16(x, w), ones),
+            )
+        },
+        |x, y, z| f32x4_relaxed_madd(x, y, z),
+    )
+}
+
+/// Every integer tile of this file (a kernel runs one of them; the tests check both).
+pub(super) const QUANT_TILES: [&QKernel; 2] = [&QUANT, &QUANT_PAIRS];

@@ -152,9 +152,14 @@ unsafe fn qtile<const G: usize, const W: usize, const AU: bool, const WS: bool>(
             );
             for i in 0..MR {
                 for j in 0..NR {
+                    let extra = match ch.extra.is_null() {
+                        true => 0,
+                        false => *ch.extra.add(i * NR + j),
+                    };
                     let total = dot[i * NR + j]
                         .wrapping_add(tb[j].wrapping_mul(ta[i]))
-                        .wrapping_add(ta[MR + i].wrapping_mul(tb[NR + j]));
+                        .wrapping_add(ta[MR + i].wrapping_mul(tb[NR + j]))
+                        .wrapping_add(extra);
                     acc[i * NR + j] = total as f32 * (sa[i] * sb[j]);
                 }
             }

@@ -276,7 +276,11 @@ unsafe fn qtile_channel<const R: usize, const V: usize, const AS: usize>(
         for (j, (r, &dj)) in row.iter_mut().zip(d).enumerate() {
             let off = v128_load(ch.b.add(4 * j) as *const v128);
             let tj = v128_load(ch.b.add(4 * V + 4 * j) as *const v128);
-            let total = i32x4_add(dj, i32x4_add(i32x4_mul(off, sum), i32x4_mul(e, tj)));
+            let mut total = i32x4_add(dj, i32x4_add(i32x4_mul(off, sum), i32x4_mul(e, tj)));
+            if !ch.extra.is_null() {
+                let x = v128_load(ch.extra.add(i * 4 * V + 4 * j) as *const v128);
+                total = i32x4_add(total, x);
+            }
             let sw = v128_load(t.b_scales.add(4 * j) as *const v128);
             *r = f32x4_mul(f32x4_convert_i32x4(total), f32x4_mul(sa, sw));
         }

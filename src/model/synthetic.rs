@@ -80,8 +80,9 @@ pub fn random_model(mut cfg: ModelConfig, name: &str, seed: u64) -> Option<(Mode
 }
 
 /// Replaces each encoder linear weight of `w` by its symmetric quantization, as the
-/// transformers.js exports have them: `q8` per output channel (int8, zero point 0), else 4-bit
-/// in blocks of 32 (zero point 8); the tensor's values become the dequantized ones.
+/// transformers.js exports have them: `q8` per output channel (int8, zero point 0, onnxruntime's
+/// reduce_range codes -64..=64), else 4-bit in blocks of 32 (zero point 8); the tensor's values
+/// become the dequantized ones.
 pub fn quantize(w: &mut Weights, q8: bool) {
     use super::{BlockQuant, ChannelQuant, Quant};
     let names: Vec<String> = (w.names())
@@ -101,11 +102,11 @@ pub fn quantize(w: &mut Weights, q8: bool) {
                 zero_points: vec![0; n],
             };
             for row in t.data.chunks_exact_mut(k) {
-                let s = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+                let s = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 64.0;
                 let s = if s > 0.0 { s } else { 1.0 };
                 q.scales.push(s);
                 for v in row.iter_mut() {
-                    let c = (*v / s).round().clamp(-127.0, 127.0);
+                    let c = (*v / s).round_ties_even().clamp(-64.0, 64.0);
                     q.codes.push(c as i8 as u8);
                     *v = c * s;
                 }

@@ -14,9 +14,6 @@
 // and store neighbouring columns (coalesced).
 // Sizes come from the uniform (`GemmParams` in src/gpu/params.rs), so one pipeline serves
 // every shape; edges are bounds-checked.
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read> residual: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 // RM (rows per invocation) comes from the pipeline: 8 (64-row tiles) or 2 (16-row tiles).
 const BM: u32 = 8u * RM;
@@ -65,21 +62,8 @@ fn main(
         workgroupBarrier();
     }
     for (var i = 0u; i < RM; i++) {
-        let r = row0 + lid.y + 8u * i;
         for (var j = 0u; j < 4u; j++) {
-            let c = col0 + lid.x + 16u * j;
-            if (r < p.m && c < p.n) {
-                let o = (wg.z * p.m + r) * p.ldo + p.col_off + c;
-                var v = acc[i][j];
-                if (p.has_bias != 0u) {
-                    v += bias[p.col_off + c];
-                }
-                v = activate(v);
-                if (p.has_residual != 0u) {
-                    v += residual[o];
-                }
-                out[o] = v;
-            }
+            write_out(wg.z, row0 + lid.y + 8u * i, col0 + lid.x + 16u * j, acc[i][j]);
         }
     }
 }

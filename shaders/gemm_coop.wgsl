@@ -5,9 +5,6 @@
 // pipeline creation); each owns a 32x32 quarter of the tile as 2x2 16x16 fragments.
 // Split-K as in gemm.wgsl: workgroup z sums k in [z * k_len, (z + 1) * k_len) into rows
 // z * m + r. The loads (`load_x`/`load_w`) come from gemm_f16.wgsl.
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read> residual: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 const BM: u32 = 64u;
 const BN: u32 = 64u;
@@ -17,21 +14,6 @@ const THREADS: u32 = 4u * SG;
 var<workgroup> xs: array<f16, 2048>; // [BM][BK]: A, row-major
 var<workgroup> ws: array<f16, 2048>; // [BN][BK]: B = wᵀ, column-major
 var<workgroup> cs: array<f32, 1024>; // one 16x16 fragment per subgroup, for the epilogue
-
-fn write_out(z: u32, r: u32, c: u32, acc: f32) {
-    if (r < p.m && c < p.n) {
-        let o = (z * p.m + r) * p.ldo + p.col_off + c;
-        var v = acc;
-        if (p.has_bias != 0u) {
-            v += bias[p.col_off + c];
-        }
-        v = activate(v);
-        if (p.has_residual != 0u) {
-            v += residual[o];
-        }
-        out[o] = v;
-    }
-}
 
 @compute @workgroup_size(THREADS)
 fn main(

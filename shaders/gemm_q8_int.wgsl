@@ -8,9 +8,6 @@
 // per row), each of the 16x8 invocations an RMx4 block.
 @group(0) @binding(1) var<storage, read> xq: array<u32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read> residual: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
 // Per row of w: scale (bits), zero point, code sum.
 @group(0) @binding(6) var<storage, read> wmeta: array<vec4<u32>>;
 // Per row of xq: scale (bits), zero point, code sum.
@@ -69,16 +66,7 @@ fn main(
             if (c < p.n) {
                 let wm = wmeta[c];
                 let s = acc[i][j] - wm.y * am.z - am.y * wm.z + p.k * am.y * wm.y;
-                let o = r * p.ldo + p.col_off + c;
-                var v = f32(bitcast<i32>(s)) * (bitcast<f32>(am.x) * bitcast<f32>(wm.x));
-                if (p.has_bias != 0u) {
-                    v += bias[p.col_off + c];
-                }
-                v = activate(v);
-                if (p.has_residual != 0u) {
-                    v += residual[o];
-                }
-                out[o] = v;
+                write_out(0u, r, c, f32(bitcast<i32>(s)) * (bitcast<f32>(am.x) * bitcast<f32>(wm.x)));
             }
         }
     }

@@ -547,15 +547,24 @@ fn kernel_variants_match_cpu() {
     let cpu = engine(&dir);
     let want = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
     let tiles = ["64:1", "16:1", "64:3", "16:4"];
-    let variants = [(Some(false), None), (Some(true), None)].into_iter().chain(
+    // (subgroups, tile, lanes): the workgroup-tiled kernels with and without subgroup
+    // reductions, the lanes kernels (lavapipe's default), then fixed tilings
+    let variants = [
+        (Some(false), None, Some(false)),
+        (Some(true), None, Some(false)),
+        (None, None, Some(true)),
+    ]
+    .into_iter()
+    .chain(
         tiles
             .iter()
-            .map(|t| (None, Some(t.parse::<TileChoice>().unwrap()))),
+            .map(|t| (None, Some(t.parse::<TileChoice>().unwrap()), None)),
     );
-    for (subgroups, tile) in variants {
+    for (subgroups, tile, lanes) in variants {
         let kernels = KernelOptions {
             subgroups,
             tile,
+            lanes,
             ..KernelOptions::AUTO
         };
         let what = format!("{kernels:?}");

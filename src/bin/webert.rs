@@ -40,8 +40,8 @@ mod cli {
         about = "BERT-family encoders on CPU SIMD (and WebGPU): HF-pipeline-compatible JSON out",
         after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
                       WEBERT_GPU_F16 (off: f32 GPU weights; storage: f16 weights; compute: f16 \
-                      arithmetic too), WEBERT_GPU_SUBGROUPS and WEBERT_GPU_COOP (0 or 1: subgroup \
-                      reductions, cooperative-matrix GEMMs), WEBERT_GPU_TILE (auto, 64, 16, 64:4 \
+                      arithmetic too), WEBERT_GPU_SUBGROUPS, WEBERT_GPU_COOP and WEBERT_GPU_LANES (0 or 1: subgroup \
+                      reductions, cooperative-matrix GEMMs, the kernels for CPU-emulated adapters), WEBERT_GPU_TILE (auto, 64, 16, 64:4 \
                       for 64-row tiles with the reduction split in 4), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
                       WEBERT_GPU_WEIGHTS (packed: q4/q8 weights stay packed on the GPU; dequant; unset: packed on hardware adapters), \
@@ -321,6 +321,7 @@ mod cli {
             f16_compute,
             coop: switch("WEBERT_GPU_COOP")?,
             tile,
+            lanes: switch("WEBERT_GPU_LANES")?,
         };
         let max_binding = match var("WEBERT_GPU_MAX_BINDING") {
             None => None,

@@ -5,14 +5,14 @@
 use super::context::KernelChoice;
 use super::packed::Packed;
 use super::params::{
-    act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmQParams,
-    GemmReduceParams, LayerNormParams, Q8Params,
+    act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
+    LayerNormParams, Q8Params,
 };
 use super::pipelines::{GemmPlan, Kernel, Pipelines};
-use super::weights::GpuWeight;
+use super::weights::{Chunk, GpuWeight};
 use crate::error::Result;
 use crate::exec::{Batch, Dims, Want};
-use crate::model::{BufId, Norm, Op, Plan, Rows, WeightId};
+use crate::model::{Activation, BufId, Linear, Norm, Op, Plan, Rows, WeightId};
 
 pub struct Step {
     pub kernel: Kernel,
@@ -326,7 +326,7 @@ impl Builder<'_> {
             eps: norm.eps,
         };
         rec.push(
-            Kernel::LayerNorm,
+            Kernel::layer_norm(self.choice),
             params,
             &[w(norm.gamma), w(norm.beta), x],
             per_row(rows),
@@ -414,17 +414,7 @@ impl Builder<'_> {
                 // One GEMM per chunk of a split weight: a range of output columns each.
                 for c in &weight.chunks {
                     let plan = GemmPlan::choose(self.choice, m, c.rows, linear.n_in, weight.f16);
-                    let mut params = GemmParams {
-                        m: m as u32,
-                        n: c.rows as u32,
-                        k: linear.n_in as u32,
-                        act: act_code(act),
-                        has_bias: linear.bias.is_some() as u32,
-                        has_residual: residual.is_some() as u32,
-                        ldo: linear.n_out as u32,
-                        col_off: c.row0 as u32,
-                        k_len: 0,
-                    };
+                    let mut params = gemm_params(m, c, &linear, act, residual.is_some(), 0);
                     let groups = plan.groups(m, c.rows);
                     let scratch = rec.scratch.clone().filter(|_| plan.split_k > 1);
                     let Some(part) = scratch else {
@@ -474,9 +464,10 @@ impl Builder<'_> {
                     hidden: (heads * head_dim) as u32,
                     scale: 1.0 / (head_dim as f32).sqrt(),
                 };
-                let kernel = Kernel::attention(head_dim);
+                let kernel = Kernel::attention(self.choice, head_dim);
                 let query_blocks = match kernel {
                     Kernel::Attention => dims.seq_len.div_ceil(16),
+                    Kernel::AttentionLanes => dims.seq_len.div_ceil(64),
                     _ => dims.seq_len,
                 };
                 let groups = [query_blocks as u32, heads as u32, dims.batch as u32];
@@ -562,18 +553,7 @@ impl Builder<'_> {
         let bias = linear.bias.map_or(self.dummy, w);
         let res = residual.map_or(self.dummy, |r| &acts[r.0]);
         for c in &weight.chunks {
-            let params = GemmQParams {
-                m: m as u32,
-                n: c.rows as u32,
-                k: k as u32,
-                act: act_code(act),
-                has_bias: linear.bias.is_some() as u32,
-                has_residual: residual.is_some() as u32,
-                ldo: linear.n_out as u32,
-                col_off: c.row0 as u32,
-                k_len: 0,
-                block: weight.block as u32,
-            };
+            let params = gemm_params(m, c, &linear, act, residual.is_some(), weight.block);
             let groups = [
                 c.rows.div_ceil(64) as u32,
                 m.div_ceil(kernel.tile_rows()) as u32,
@@ -588,5 +568,29 @@ impl Builder<'_> {
         if let Some(n) = norm {
             self.layer_norm(rec, n, m, linear.n_out, &acts[out.0]);
         }
+    }
+}
+
+/// The uniforms of one GEMM over chunk `c` of a linear's weight (the whole reduction; `block`:
+/// q4 weights' block width, else 0).
+fn gemm_params(
+    m: usize,
+    c: &Chunk,
+    linear: &Linear,
+    act: Activation,
+    residual: bool,
+    block: usize,
+) -> GemmParams {
+    GemmParams {
+        m: m as u32,
+        n: c.rows as u32,
+        k: linear.n_in as u32,
+        act: act_code(act),
+        has_bias: linear.bias.is_some() as u32,
+        has_residual: residual as u32,
+        ldo: linear.n_out as u32,
+        col_off: c.row0 as u32,
+        k_len: 0,
+        block: block as u32,
     }
 }

@@ -57,6 +57,10 @@ pub struct KernelOptions {
     pub coop: Option<bool>,
     /// GEMM tiles: `None` chooses per shape and adapter.
     pub tile: Option<TileChoice>,
+    /// The kernels for CPU-emulated adapters (`gemm_lanes`, `layer_norm_lanes`,
+    /// `attention_lanes`: SIMD lanes read consecutive or equal words, few barriers) instead of
+    /// the workgroup-tiled ones; `None` uses them on CPU-emulated adapters only.
+    pub lanes: Option<bool>,
 }
 
 impl KernelOptions {
@@ -65,6 +69,7 @@ impl KernelOptions {
         f16_compute: None,
         coop: None,
         tile: None,
+        lanes: None,
     };
 }
 
@@ -106,6 +111,8 @@ pub struct KernelChoice {
     pub tile: Option<TileChoice>,
     /// A discrete or integrated GPU (not CPU-emulated): small GEMMs get split for occupancy.
     pub hardware: bool,
+    /// The lanes kernels (`KernelOptions::lanes`).
+    pub lanes: bool,
 }
 pub struct GpuContext {
     pub device: wgpu::Device,
@@ -207,6 +214,7 @@ impl GpuContext {
             }),
             tile: k.tile,
             hardware,
+            lanes: k.lanes.unwrap_or(!hardware) && k.tile.is_none(),
         };
         let desc = wgpu::DeviceDescriptor {
             label: Some("webert"),

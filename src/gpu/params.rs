@@ -67,6 +67,8 @@ uniforms! {
         /// The reduction of one split-K part (workgroup z); 0: all of `k`. With parts, each
         /// writes its raw sums to rows `z * m + r` of a scratch buffer (`GemmReduce` adds them).
         k_len: u32,
+        /// The block width of q4 weights (GEMMs on packed weights, `packed.rs`); 0 otherwise.
+        block: u32,
     }
     /// `out[m][col_off + n] = act(sum_z part[z * m + r][n] + bias) + residual`.
     GemmReduceParams {
@@ -78,20 +80,6 @@ uniforms! {
         has_residual: u32,
         ldo: u32,
         col_off: u32,
-    }
-    /// `GemmParams` and the block width of q4 weights (GEMMs on packed weights, `packed.rs`).
-    GemmQParams {
-        m: u32,
-        n: u32,
-        k: u32,
-        act: u32,
-        has_bias: u32,
-        has_residual: u32,
-        ldo: u32,
-        col_off: u32,
-        /// As `GemmParams::k_len` (packed GEMMs run whole: 0).
-        k_len: u32,
-        block: u32,
     }
     /// Activations quantized as `DynamicQuantizeLinear` per row group (`kind`: 0 a sequence's
     /// tokens, 1 single rows, 2 a sequence's picked rows) for the integer q8 GEMM.
@@ -162,6 +150,6 @@ mod tests {
             "struct Params {\n    rows: u32,\n    dim: u32,\n    eps: f32,\n}\n\
              @group(0) @binding(0) var<uniform> p: Params;\n"
         );
-        assert_eq!(std::mem::size_of::<GemmParams>(), 36);
+        assert_eq!(std::mem::size_of::<GemmParams>(), 40);
     }
 }

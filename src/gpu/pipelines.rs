@@ -2,8 +2,8 @@
 
 use super::context::KernelChoice;
 use super::params::{
-    self, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmQParams,
-    GemmReduceParams, LayerNormParams, Q8Params,
+    self, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
+    LayerNormParams, Q8Params,
 };
 use crate::error::{Error, GpuErrorKind, Result};
 
@@ -11,6 +11,7 @@ const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const COMMON_SUBGROUP: &str = include_str!("../../shaders/common_subgroup.wgsl");
 const ACTIVATION: &str = include_str!("../../shaders/activation.wgsl");
 const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
+const GEMM_OUT: &str = include_str!("../../shaders/gemm_out.wgsl");
 const ATTENTION_IO: &str = include_str!("../../shaders/attention_io.wgsl");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +21,8 @@ pub enum Kernel {
     Gemm(Tile),
     /// GEMM with scalar loads, for any `k`.
     GemmScalar(Tile),
+    /// GEMM for CPU-emulated adapters: lanes split k, no workgroup tiles (`k % 4 == 0`).
+    GemmLanes,
     /// GEMM with f16 weights (`k % 4 == 0`), on adapters with `shader-f16`; with f16 compute
     /// its tiles and products are f16 (sums f32).
     GemmF16(Tile),
@@ -28,10 +31,14 @@ pub enum Kernel {
     /// Sums the split-K parts of a GEMM and applies its epilogue.
     GemmReduce,
     LayerNorm,
+    /// LayerNorm for CPU-emulated adapters: four lanes per row, no tree reduction.
+    LayerNormLanes,
     /// Tiled attention with an online softmax, head sizes up to `TILED_HEAD_DIM`.
     Attention,
     /// One workgroup per query row, for larger heads.
     AttentionWide,
+    /// One invocation per query row, nothing shared: for CPU-emulated adapters.
+    AttentionLanes,
     Gather,
     /// GEMMs on packed low-bit weights (`packed.rs`): q4 and q8 unpacked to f32 on load, and
     /// q8 with integer dot products on activations quantized by `Q8Range` + `Q8Quantize`.
@@ -78,12 +85,15 @@ impl Kernel {
             Kernel::Embeddings => "embeddings",
             Kernel::Gemm(_) => "gemm",
             Kernel::GemmScalar(_) => "gemm_scalar",
+            Kernel::GemmLanes => "gemm_lanes",
             Kernel::GemmF16(_) => "gemm_f16",
             Kernel::GemmCoop => "gemm_coop",
             Kernel::GemmReduce => "gemm_reduce",
             Kernel::LayerNorm => "layer_norm",
+            Kernel::LayerNormLanes => "layer_norm_lanes",
             Kernel::Attention => "attention",
             Kernel::AttentionWide => "attention_wide",
+            Kernel::AttentionLanes => "attention_lanes",
             Kernel::Gather => "gather",
             Kernel::GemmQ4(_) => "gemm_q4",
             Kernel::GemmQ8(_) => "gemm_q8",
@@ -97,19 +107,22 @@ impl Kernel {
         matches!(self, Kernel::GemmQ8Int(_))
     }
 
-    const ALL: [Kernel; 21] = [
+    const ALL: [Kernel; 24] = [
         Kernel::Embeddings,
         Kernel::Gemm(Tile::Tall),
         Kernel::Gemm(Tile::Short),
         Kernel::GemmScalar(Tile::Tall),
         Kernel::GemmScalar(Tile::Short),
+        Kernel::GemmLanes,
         Kernel::GemmF16(Tile::Tall),
         Kernel::GemmF16(Tile::Short),
         Kernel::GemmCoop,
         Kernel::GemmReduce,
         Kernel::LayerNorm,
+        Kernel::LayerNormLanes,
         Kernel::Attention,
         Kernel::AttentionWide,
+        Kernel::AttentionLanes,
         Kernel::Gather,
         Kernel::GemmQ4(Tile::Tall),
         Kernel::GemmQ4(Tile::Short),
@@ -122,11 +135,22 @@ impl Kernel {
     ];
 
     /// The attention variant for a head size.
-    pub fn attention(head_dim: usize) -> Kernel {
-        if head_dim <= super::TILED_HEAD_DIM {
-            Kernel::Attention
-        } else {
+    pub fn attention(choice: &KernelChoice, head_dim: usize) -> Kernel {
+        if head_dim > super::TILED_HEAD_DIM {
             Kernel::AttentionWide
+        } else if choice.lanes {
+            Kernel::AttentionLanes
+        } else {
+            Kernel::Attention
+        }
+    }
+
+    /// The LayerNorm variant.
+    pub fn layer_norm(choice: &KernelChoice) -> Kernel {
+        if choice.lanes {
+            Kernel::LayerNormLanes
+        } else {
+            Kernel::LayerNorm
         }
     }
 
@@ -164,6 +188,7 @@ impl Kernel {
         match self {
             Kernel::Gemm(t) | Kernel::GemmScalar(t) | Kernel::GemmF16(t) => t.rows(),
             Kernel::GemmCoop => 64,
+            Kernel::GemmLanes => 4,
             Kernel::GemmQ4(t) | Kernel::GemmQ8(t) | Kernel::GemmQ8Int(t) => t.rows(),
             _ => 1,
         }
@@ -173,14 +198,21 @@ impl Kernel {
     fn params(self) -> String {
         match self {
             Kernel::Embeddings => EmbeddingsParams::wgsl(),
-            Kernel::Gemm(_) | Kernel::GemmScalar(_) | Kernel::GemmF16(_) | Kernel::GemmCoop => {
-                GemmParams::wgsl()
-            }
+            Kernel::Gemm(_)
+            | Kernel::GemmScalar(_)
+            | Kernel::GemmLanes
+            | Kernel::GemmF16(_)
+            | Kernel::GemmCoop
+            | Kernel::GemmQ4(_)
+            | Kernel::GemmQ8(_)
+            | Kernel::GemmQ8Int(_) => GemmParams::wgsl(),
             Kernel::GemmReduce => GemmReduceParams::wgsl(),
-            Kernel::LayerNorm => LayerNormParams::wgsl(),
-            Kernel::Attention | Kernel::AttentionWide => AttentionParams::wgsl(),
+            Kernel::LayerNorm | Kernel::LayerNormLanes => LayerNormParams::wgsl(),
+            Kernel::Attention | Kernel::AttentionWide | Kernel::AttentionLanes => {
+                AttentionParams::wgsl()
+            }
             Kernel::Gather => GatherParams::wgsl(),
-            Kernel::GemmQ4(_) | Kernel::GemmQ8(_) | Kernel::GemmQ8Int(_) => GemmQParams::wgsl(),
+
             Kernel::Q8Range | Kernel::Q8Quantize => Q8Params::wgsl(),
         }
     }
@@ -207,16 +239,28 @@ impl Kernel {
         let (helpers, body): (&[&str], &str) = match self {
             Kernel::Embeddings => (&[], include_str!("../../shaders/embeddings.wgsl")),
             Kernel::Gemm(_) => (
-                &[ACTIVATION, include_str!("../../shaders/gemm_vec4.wgsl")],
+                &[
+                    ACTIVATION,
+                    GEMM_OUT,
+                    include_str!("../../shaders/gemm_vec4.wgsl"),
+                ],
                 GEMM,
             ),
             Kernel::GemmScalar(_) => (
-                &[ACTIVATION, include_str!("../../shaders/gemm_scalar.wgsl")],
+                &[
+                    ACTIVATION,
+                    GEMM_OUT,
+                    include_str!("../../shaders/gemm_scalar.wgsl"),
+                ],
                 GEMM,
             ),
-            Kernel::GemmF16(_) => (&[ACTIVATION, f16_loads], GEMM),
+            Kernel::GemmLanes => (
+                &[ACTIVATION, GEMM_OUT],
+                include_str!("../../shaders/gemm_lanes.wgsl"),
+            ),
+            Kernel::GemmF16(_) => (&[ACTIVATION, GEMM_OUT, f16_loads], GEMM),
             Kernel::GemmCoop => (
-                &[ACTIVATION, f16_loads],
+                &[ACTIVATION, GEMM_OUT, f16_loads],
                 include_str!("../../shaders/gemm_coop.wgsl"),
             ),
             Kernel::GemmReduce => (
@@ -224,6 +268,10 @@ impl Kernel {
                 include_str!("../../shaders/gemm_reduce.wgsl"),
             ),
             Kernel::LayerNorm => (&[common], include_str!("../../shaders/layer_norm.wgsl")),
+            Kernel::LayerNormLanes => (
+                &[COMMON],
+                include_str!("../../shaders/layer_norm_lanes.wgsl"),
+            ),
             Kernel::Attention => (
                 &[ATTENTION_IO],
                 include_str!("../../shaders/attention.wgsl"),
@@ -232,23 +280,36 @@ impl Kernel {
                 &[common, ATTENTION_IO],
                 include_str!("../../shaders/attention_wide.wgsl"),
             ),
+            Kernel::AttentionLanes => (
+                &[ATTENTION_IO],
+                include_str!("../../shaders/attention_lanes.wgsl"),
+            ),
             Kernel::Gather => (&[], include_str!("../../shaders/gather.wgsl")),
             Kernel::GemmQ4(_) => (
-                &[ACTIVATION, include_str!("../../shaders/gemm_q4.wgsl")],
+                &[
+                    ACTIVATION,
+                    GEMM_OUT,
+                    include_str!("../../shaders/gemm_q4.wgsl"),
+                ],
                 GEMM,
             ),
             Kernel::GemmQ8(_) => (
-                &[ACTIVATION, include_str!("../../shaders/gemm_q8.wgsl")],
+                &[
+                    ACTIVATION,
+                    GEMM_OUT,
+                    include_str!("../../shaders/gemm_q8.wgsl"),
+                ],
                 GEMM,
             ),
             Kernel::GemmQ8Int(_) => (
-                &[ACTIVATION],
+                &[ACTIVATION, GEMM_OUT],
                 include_str!("../../shaders/gemm_q8_int.wgsl"),
             ),
             Kernel::Q8Range => (&[COMMON], include_str!("../../shaders/q8_range.wgsl")),
             Kernel::Q8Quantize => (&[COMMON], include_str!("../../shaders/q8_quantize.wgsl")),
         };
         let mut consts = match self.tile_rows() {
+            _ if self == Kernel::GemmLanes => String::new(),
             1 => String::new(),
             r => format!("const RM: u32 = {}u;\n", r / 8),
         };
@@ -326,6 +387,12 @@ impl GemmPlan {
             };
         }
         let kernel = Kernel::gemm(m, k, f16);
+        if choice.lanes && kernel == Kernel::Gemm(Tile::for_rows(m)) {
+            return GemmPlan {
+                kernel: Kernel::GemmLanes,
+                split_k: 1,
+            };
+        }
         if !choice.hardware {
             return GemmPlan { kernel, split_k: 1 };
         }
@@ -417,6 +484,7 @@ mod tests {
             coop,
             tile: None,
             hardware: true,
+            lanes: false,
         }
     }
 
@@ -477,10 +545,21 @@ mod tests {
         assert_eq!((p.kernel, p.split_k), (Kernel::Gemm(Tile::Tall), 1));
         // Never split a reduction too short to share.
         assert_eq!(GemmPlan::choose(&c, 128, 64, 64, false).split_k, 1);
-        // CPU-emulated adapters: the plain rule.
+        // CPU-emulated adapters: the plain rule, or the lanes GEMM for f32 with k % 4 == 0.
         c.hardware = false;
         let p = GemmPlan::choose(&c, 128, 768, 3072, false);
         assert_eq!((p.kernel, p.split_k), (Kernel::Gemm(Tile::Tall), 1));
+        c.lanes = true;
+        let p = GemmPlan::choose(&c, 128, 768, 3072, false);
+        assert_eq!((p.kernel, p.split_k), (Kernel::GemmLanes, 1));
+        assert_eq!(p.groups(128, 768), [12, 32, 1]);
+        for (k, f16) in [(3071, false), (3072, true)] {
+            assert_ne!(
+                GemmPlan::choose(&c, 128, 768, k, f16).kernel,
+                Kernel::GemmLanes
+            );
+        }
+        c.lanes = false;
         // A fixed tiling wins, split at most once per 32-deep slice.
         c.tile = Some("16:4".parse().unwrap());
         let p = GemmPlan::choose(&c, 128, 768, 40, true);

@@ -77,6 +77,7 @@ pub fn last_panic() -> String {
 pub struct ModelLoader {
     files: ModelFiles,
     budget: Option<u64>,
+    gpu_dequantize: Option<bool>,
 }
 
 #[wasm_bindgen]
@@ -87,6 +88,7 @@ impl ModelLoader {
         ModelLoader {
             files: ModelFiles::new(origin),
             budget: None,
+            gpu_dequantize: None,
         }
     }
 
@@ -100,6 +102,23 @@ impl ModelLoader {
             )));
         }
         self.budget = Some(bytes.min(u64::MAX as f64) as u64);
+        Ok(())
+    }
+
+    /// How WebGPU keeps q4 and q8 weights: `packed` (their 4- or 8-bit codes, unpacked inside
+    /// the GEMM) or `dequantized` (f32/f16 at upload); by default packed on hardware adapters
+    /// and dequantized on software ones.
+    #[wasm_bindgen(js_name = setGpuWeights)]
+    pub fn set_gpu_weights(&mut self, kind: &str) -> Result<(), JsError> {
+        self.gpu_dequantize = match kind {
+            "packed" => Some(false),
+            "dequantized" => Some(true),
+            _ => {
+                return Err(JsError::new(&format!(
+                    "gpuWeights must be 'packed' or 'dequantized', not `{kind}`"
+                )))
+            }
+        };
         Ok(())
     }
 
@@ -129,6 +148,10 @@ impl ModelLoader {
             },
             quantized: parse_name("quantized", &quantized).map_err(js_error)?,
             memory_budget: self.budget,
+            gpu: crate::engine::GpuOptions {
+                dequantize: self.gpu_dequantize,
+                ..crate::engine::GpuOptions::DEFAULT
+            },
             ..Default::default()
         };
         let engine = Engine::load(self.files, options).await.map_err(js_error)?;

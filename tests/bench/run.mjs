@@ -7,7 +7,7 @@
 //   /tjs/      @huggingface/transformers/dist/   /ort/  onnxruntime-web/dist/  (no CDN)
 //   /models/   models/            (models/pii, models/minilm, models/bench/tjs-minilm)
 // Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
-//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--serve]
+//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3] [--gpu-weights packed|dequantized]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--serve]
 // --no-worker: webert on the page's thread (its browser default is a Web Worker).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +17,8 @@ import { arg, flag, here, launch, root, webertMounts } from './chromium.mjs';
 const runs = Number(arg('runs', 20));
 const warmup = Number(arg('warmup', 3));
 const warmupMs = Number(arg('warmup-ms', 2000));
-const threadList = arg('threads', '1,2').split(',').map(Number);
+// `--threads none` with --webgpu: the WebGPU rows only
+const threadList = arg('threads', '1,2') === 'none' ? [] : arg('threads', '1,2').split(',').map(Number);
 
 const mounts = {
   ...webertMounts(),
@@ -55,7 +56,8 @@ async function main() {
       const [n, w, wms] = device === 'webgpu' ? [Number(arg('gpu-runs', 3)), 1, 0] : [runs, warmup, warmupMs];
       const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&warmupMs=${wms}&device=${device}` +
         (flag('no-worker') ? '&worker=0' : '') + (arg('order') ? `&order=${arg('order')}` : '') +
-        (arg('models') ? `&models=${arg('models')}` : '') + (arg('tokens') ? `&tokens=${arg('tokens')}` : '');
+        (arg('models') ? `&models=${arg('models')}` : '') + (arg('tokens') ? `&tokens=${arg('tokens')}` : '') +
+        (arg('gpu-weights') ? `&gpuWeights=${arg('gpu-weights')}` : '');
       console.error(`> ${url}`);
       await page.goto(url);
       const res = await page.evaluate(() => window.__bench);

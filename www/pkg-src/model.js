@@ -42,6 +42,7 @@ export class Model {
     const loader = new runtime.glue.ModelLoader(origin);
     for (const f of files) loader.add(f.name, f.bytes);
     if (this.options.memoryBudget != null) loader.setMemoryBudget(this.options.memoryBudget);
+    if (this.options.gpuWeights != null) loader.setGpuWeights(String(this.options.gpuWeights));
     files.length = 0;
     const device = this.options.device ?? 'auto';
     const allowFallback = !!this.options.allowFallbackAdapter;

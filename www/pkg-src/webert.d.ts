@@ -53,6 +53,12 @@ export interface PipelineOptions {
    * is allocated; a call that would need more fails alone and the model stays usable.
    */
   memoryBudget?: number;
+  /**
+   * How WebGPU keeps q4/q8 weights: `'packed'` (their 4- or 8-bit codes in GPU memory, unpacked
+   * inside the matrix products: 4–8x less memory) or `'dequantized'` (f32/f16 at upload).
+   * Default: packed on hardware adapters, dequantized on software ones (SwiftShader).
+   */
+  gpuWeights?: 'packed' | 'dequantized';
   /** Let `'auto'` use a fallback adapter (CPU-emulated, e.g. SwiftShader), which it otherwise skips as slower than the CPU path. */
   allowFallbackAdapter?: boolean;
   /** `false`: `'auto'` keeps WebGPU whenever it sets up, without timing it against the CPU (default true). */

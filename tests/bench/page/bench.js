@@ -20,6 +20,8 @@ const inWorker = q.get('worker') !== '0';
 // 'alternate' (default): webert and transformers.js take turns call by call; 'blocks': all of one
 // engine's calls, then all of the other's (each keeps its caches warm, as in a page using one).
 const order = q.get('order') ?? 'alternate';
+// webert's `gpuWeights` option on the WebGPU rows (packed / dequantized; default: the engine's choice)
+const gpuWeights = q.get('gpuWeights') ?? undefined;
 const wanted = (q.get('models') ?? 'minilm,pii').split(',');
 const tokenTargets = (q.get('tokens') ?? '15,128').split(',').map(Number);
 const out = document.getElementById('out');
@@ -140,6 +142,7 @@ async function main() {
     const w = await webertPipeline(m.task, m.webert, {
       cache: false, worker: inWorker, threads, device: device === 'webgpu' ? 'webgpu' : 'cpu',
       ...(m.dtype === 'q8' ? { dtype: 'q8' } : {}),
+      ...(device === 'webgpu' && gpuWeights ? { gpuWeights } : {}),
     });
     const wLoad = performance.now() - t0;
     t0 = performance.now();

@@ -23,7 +23,9 @@ rustup component list --installed | grep -q '^rust-src' || rustup component add 
 # The wasm-bindgen CLI must be the version of the wasm-bindgen crate in Cargo.lock.
 want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')
 if [ "$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2)" != "$want" ]; then
-  cargo install wasm-bindgen-cli --version "$want"
+  # A quick build of a tool that runs for seconds: opt-level 1, no LTO, more codegen units.
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    CARGO_PROFILE_RELEASE_DEBUG=0 cargo install wasm-bindgen-cli --version "$want"
 fi
 # Test tooling (playwright-core, vite, typescript, binaryen's wasm-opt), pinned by package-lock.json.
 if ! (cd tests/browser && npm ls --depth=0 >/dev/null 2>&1); then

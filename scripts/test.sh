@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: set-up (idempotent), the Rust test suite against the committed goldens,
-# and a wasm32 build of the library so the browser target never breaks.
+# the library as WebAssembly under WASI, then the npm package (three wasm32 builds) in Node and
+# Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,8 +13,6 @@ export WEBERT_REQUIRE_GPU=1
 export WEBERT_REQUIRE_ONNX_DTYPES=1
 cargo test --all-targets
 source scripts/wasm_flags.sh
-RUSTFLAGS="-C target-feature=+simd128 $wasm_codegen" cargo build --lib --release --target wasm32-unknown-unknown
-echo "wasm32 (simd128) library build: ok"
 # The same code as WebAssembly with simd128, run in Node's WASI: kernels (simd128 GEMM against a
 # naive reference), ONNX import, and the tiny model families against PyTorch. (The real-model
 # goldens pass there too, but Node 20 WASI crashes intermittently around them; see wasi-run.mjs.)
@@ -23,12 +22,14 @@ CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings scripts/wasi-run.mjs" RUST
 CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings --experimental-wasm-relaxed-simd scripts/wasi-run.mjs" \
   RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd $wasm_codegen" \
   cargo test --release --target wasm32-wasip1 --target-dir target/relaxed --lib --test families
-# The relaxed build's integer kernel tests in Chromium, whose V8 selects the relaxed int8 tile
-# (Node 20's does not): q8 and q4 tiles bit for bit against the integer references there.
+# The relaxed build's integer kernel tests in Chromium, whose V8 runs the relaxed int8 tiles
+# (Node 20's does not): q8 and q4 tiles, the fused dot and the two-step one, bit for bit
+# against the integer references there.
 relaxed_lib=$(ls -t target/relaxed/wasm32-wasip1/release/deps/webert-*.wasm | head -1)
 out=$(node tests/bench/wasi-chromium.mjs "$relaxed_lib" qgemm --test-threads 1 --nocapture)
 echo "$out"
-grep -q "test result: ok" <<<"$out" && grep -q "q8 tiles checked: relaxed-simd int8" <<<"$out"
+tiles=$(grep "q8 tiles checked:" <<<"$out")
+grep -q "test result: ok" <<<"$out" && grep -q "relaxed-simd int8 pairs" <<<"$tiles" && grep -Eq "relaxed-simd int8(,|$)" <<<"$tiles"
 # The browser product: the npm package (wasm-bindgen + JS wrapper) in Node against the goldens,
 # then in headless Chromium: the demo page's tabs, 100 overlapping calls, offline, no WebGPU,
 # and fresh Vite / plain-ESM apps that install the `npm pack` tarball. Screenshots:

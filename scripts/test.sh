@@ -13,12 +13,11 @@ export WEBERT_REQUIRE_GPU=1
 export WEBERT_REQUIRE_ONNX_DTYPES=1
 cargo test --all-targets
 source scripts/wasm_flags.sh
-# The same code as WebAssembly with simd128, run in Node's WASI: kernels (simd128 GEMM against a
-# naive reference), ONNX import, and the tiny model families against PyTorch. (The real-model
-# goldens pass there too, but Node 20 WASI crashes intermittently around them; see wasi-run.mjs.)
-CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings scripts/wasi-run.mjs" RUSTFLAGS="-C target-feature=+simd128 $wasm_codegen" \
-  cargo test --release --target wasm32-wasip1 --lib --test families
-# Again with relaxed-simd (the FMA kernel of the package's second binary; its own target dir).
+# The same code as WebAssembly (simd128 + relaxed-simd), run in Node's WASI: the kernels (every
+# wasm tile, simd128 ones included, against naive references), ONNX import, and the tiny model
+# families against PyTorch. The simd128-only binary is the package's, built and run against the
+# goldens in Node below. (The real-model goldens pass here too, but Node 20 WASI crashes
+# intermittently around them; see wasi-run.mjs.)
 CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings --experimental-wasm-relaxed-simd scripts/wasi-run.mjs" \
   RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd $wasm_codegen" \
   cargo test --release --target wasm32-wasip1 --target-dir target/relaxed --lib --test families

@@ -543,7 +543,10 @@ fn f16_matches_cpu(compute: bool) {
 fn kernel_variants_match_cpu() {
     let dir = model_dir("minilm");
     let g = golden("minilm.json");
-    let inputs = untruncated_inputs(&g);
+    // The long text is left to minilm_hidden_states_and_batches_match_cpu: on lavapipe it costs
+    // seconds a variant and checks no tiling the short ones (batched) leave out.
+    let mut inputs = untruncated_inputs(&g);
+    inputs.retain(|(text, _)| text.len() < 200);
     let cpu = engine(&dir);
     let want = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
     let tiles = ["64:1", "16:1", "64:3", "16:4"];

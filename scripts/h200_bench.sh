@@ -32,25 +32,28 @@ tok=.devbin/minilm
 [ -x "$B" ] || B=target/release/webert
 [ -f "$tok/tokenizer.json" ] || tok=models/minilm
 "$B" --version || { echo "no webert binary (run scripts/h200_prepare.sh and carry .devbin)"; }
-# name | WEBERT_GPU_F16 | WEBERT_GPU_SUBGROUPS | WEBERT_GPU_COOP | WEBERT_GPU_TILE
+# name | WEBERT_GPU_F16 | WEBERT_GPU_SUBGROUPS | WEBERT_GPU_COOP | WEBERT_GPU_TILE | WEBERT_GPU_TUNE
+# (unset: tilings timed per shape, `gpu_gemm_timings` lists every candidate's GPU ms; 0: the rule)
 variants=(
-  "f32|off|||"
-  "f32-tile64|off|||64"
-  "f32-nosubgroups|off|0||"
-  "f16-storage|storage||0|"
-  "f16-compute|compute||0|"
-  "f16-coop|compute||1|"
+  "f32|off||||"
+  "f32-rule|off||||0"
+  "f32-tile64|off|||64|"
+  "f32-nosubgroups|off|0|||"
+  "f16-storage|storage||0||"
+  "f16-compute|compute||0||"
+  "f16-compute-rule|compute||0||0"
+  "f16-coop|compute||1||"
 )
 for shape in bert-base minilm-l6; do
   for batch in 1 32; do
     for v in "${variants[@]}"; do
-      IFS='|' read -r name f16 sg coop tile <<<"$v"
+      IFS='|' read -r name f16 sg coop tile tune <<<"$v"
       if (( SECONDS - start > 330 )); then
         echo "== webert $shape b$batch $name: skipped (time kept for PyTorch)"
         continue
       fi
       echo "== webert $shape batch $batch seq 128 $name"
-      WEBERT_GPU_F16=$f16 WEBERT_GPU_SUBGROUPS=$sg WEBERT_GPU_COOP=$coop WEBERT_GPU_TILE=$tile \
+      WEBERT_GPU_F16=$f16 WEBERT_GPU_SUBGROUPS=$sg WEBERT_GPU_COOP=$coop WEBERT_GPU_TILE=$tile WEBERT_GPU_TUNE=$tune \
         timeout 60 "$B" bench --model "$tok" --shape "$shape" --backend gpu \
         --batch "$batch" --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
     done

@@ -413,6 +413,13 @@ impl Engine {
         (gpu.as_ref()).map_or_else(Vec::new, |g| g.exec.gemm_plans(batch.dims()))
     }
 
+    /// The GEMM tilings the GPU timed so far, a line per shape with each candidate's GPU ms
+    /// (empty on the CPU or when tilings go by rule).
+    pub fn gpu_gemm_timings(&self) -> Vec<String> {
+        let gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
+        (gpu.as_ref()).map_or_else(Vec::new, |g| g.exec.gemm_timings())
+    }
+
     /// Per-kernel GPU milliseconds for one forward over `windows` (padded as `run` pads them),
     /// with the task head's as `head` when `want` runs it, when the model runs on a GPU with
     /// timestamp queries.

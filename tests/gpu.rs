@@ -600,6 +600,69 @@ fn kernel_variants_match_cpu() {
     }
 }
 
+/// GEMM tilings chosen by timing (forced on here; by default only hardware adapters time
+/// them): the same hidden states as the CPU, every GEMM's tiling reported as timed, and a
+/// second model of the same shapes on the same adapter reusing the timings instead of
+/// timing again.
+#[test]
+fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
+    let dir = model_dir("minilm");
+    let g = golden("minilm.json");
+    let mut inputs = untruncated_inputs(&g);
+    inputs.retain(|(text, _)| text.len() < 200);
+    let kernels = KernelOptions {
+        tune: Some(true),
+        ..KernelOptions::AUTO
+    };
+    let options = || on_gpu(GpuOptions { kernels, ..F32 });
+    let gpu = match load(ModelFiles::from_dir(&dir).unwrap(), options()) {
+        Err(e) if e.to_string().contains("no timestamp queries") => {
+            return eprintln!("skipping: {e}");
+        }
+        e => match usable(e) {
+            Some(gpu) => gpu,
+            None => return,
+        },
+    };
+    assert!(
+        gpu.backend().contains("timed GEMM tiles"),
+        "{}",
+        gpu.backend()
+    );
+    let cpu = engine(&dir);
+    let want = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
+    let got = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
+    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert_close(&format!("timed case {i}"), &a.concat(), &b.concat(), 1e-3);
+    }
+    let encs = vec![gpu.encode("a short text", None, None).unwrap()];
+    let short = block_on(gpu.run(&encs, Want::Hidden, &[])).unwrap();
+    let short_cpu = block_on(cpu.run(&encs, Want::Hidden, &[])).unwrap();
+    assert_close("timed short", &short[0].hidden, &short_cpu[0].hidden, 1e-3);
+    let timings = gpu.gpu_gemm_timings();
+    // MiniLM's four linear shapes, per distinct number of rows run.
+    assert!(!timings.is_empty() && timings.len() % 4 == 0, "{timings:?}");
+    for line in &timings {
+        // `128x384x1536 F32: gemm 64x64 0.0123, gemm 64x64 split-k 2 0.0150, …`: the rule's
+        // tiling first, then at least the other tile height, each with its GPU ms.
+        let (_, candidates) = line.split_once(": ").unwrap();
+        let ms: Vec<f64> = (candidates.split(", "))
+            .map(|c| c.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(ms.len() >= 2 && ms.iter().all(|t| *t > 0.0), "{line}");
+    }
+    let plans = gpu.gpu_gemm_plans(&encs);
+    assert_eq!(plans.len(), 4, "{plans:?}");
+    assert!(plans.iter().all(|p| p.contains(", timed ")), "{plans:?}");
+    let again = load(ModelFiles::from_dir(&dir).unwrap(), options()).unwrap();
+    let first = block_on(embed::hidden_states(&again, &inputs, None)).unwrap();
+    assert_close("timed again", &first[0].concat(), &want[0].concat(), 1e-3);
+    block_on(again.run(&encs, Want::Hidden, &[])).unwrap();
+    assert!(again.gpu_gemm_timings().is_empty(), "timed twice");
+    let plans = again.gpu_gemm_plans(&encs);
+    assert!(plans.iter().all(|p| p.contains(", timed ")), "{plans:?}");
+}
+
 #[test]
 fn heads_wider_than_the_tiled_attention_match_cpu() {
     // Head size 75: the one-query-per-workgroup attention shader.
@@ -1082,6 +1145,39 @@ mod low_bit {
     /// q4 with blocks that straddle vec4 loads and per-block zero points, and int8 / uint8 q8
     /// weights, packed on the GPU, against the CPU on the same weights: the masked-LM head's
     /// picked rows (the integer path's per-sequence picked-row groups) and hidden states.
+    /// Packed q4 and q8 GEMMs take the tiling rule of f32 ones: split-K and 16-row tiles
+    /// (forced here; the rule splits only on hardware adapters), and timed tilings.
+    #[test]
+    fn packed_weights_split_and_timed_match_cpu() {
+        let tiled = |tile: Option<&str>, tune| KernelOptions {
+            tile: tile.map(|t| t.parse::<TileChoice>().unwrap()),
+            tune,
+            ..KernelOptions::AUTO
+        };
+        let variants = [
+            tiled(Some("16:4"), None),
+            tiled(Some("64:2"), None),
+            tiled(None, Some(true)),
+        ];
+        for (what, q8) in [("q4", None), ("uint8", Some(false))] {
+            let cpu_f32 = synthetic(q8, cpu(Quantized::F32)).unwrap();
+            for kernels in variants {
+                let gpu = GpuOptions {
+                    kernels,
+                    ..Q8_FLOAT
+                };
+                let what = format!("{what} {kernels:?}");
+                match synthetic(q8, options(gpu, Quantized::F32)) {
+                    Err(e) if e.to_string().contains("no timestamp queries") => continue,
+                    e => match usable(e) {
+                        Some(gpu) => assert_mlm_matches_cpu(&gpu, &cpu_f32, &what),
+                        None => return,
+                    },
+                }
+            }
+        }
+    }
+
     #[test]
     fn synthetic_low_bit_weights_match_cpu() {
         for (what, q8) in [("q4", None), ("int8", Some(true)), ("uint8", Some(false))] {

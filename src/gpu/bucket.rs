@@ -8,11 +8,13 @@ use super::params::{
     act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
     LayerNormParams, Q8Params,
 };
-use super::pipelines::{GemmPlan, Kernel, Pipelines};
+use super::pipelines::{GemmPlan, GemmWeights, Kernel, Pipelines};
+use super::tune::{self, GemmKey, Tuned};
 use super::weights::{Chunk, GpuWeight};
 use crate::error::Result;
 use crate::exec::{Batch, Dims, Want};
 use crate::model::{Activation, BufId, Linear, Norm, Op, Plan, Rows, WeightId};
+use std::collections::HashMap;
 
 pub struct Step {
     pub kernel: Kernel,
@@ -185,13 +187,41 @@ impl Recorder {
     }
 }
 
-/// One GEMM of a forward: its shape and tiling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One GEMM of a forward: its shape, weights and tiling, and where it comes from (chunk
+/// `chunk` of `linear`'s weight).
+#[derive(Debug, Clone, Copy)]
 pub struct GemmShape {
     pub m: usize,
     pub n: usize,
     pub k: usize,
+    pub weights: GemmWeights,
     pub plan: GemmPlan,
+    pub linear: Linear,
+    pub chunk: usize,
+}
+
+impl GemmShape {
+    pub fn key(&self) -> GemmKey {
+        GemmKey::new(self.m, self.n, self.k, self.weights)
+    }
+}
+
+/// The buffers of one GEMM dispatch: operands, epilogue inputs, output, then what its weight
+/// form binds after them (q4 scales and zero points, q8 scales, quantized activations' meta).
+struct GemmBuffers<'b> {
+    x: &'b wgpu::Buffer,
+    w: &'b wgpu::Buffer,
+    bias: &'b wgpu::Buffer,
+    residual: &'b wgpu::Buffer,
+    out: &'b wgpu::Buffer,
+    extra: Vec<&'b wgpu::Buffer>,
+}
+
+/// The candidate tilings' dispatches of the GEMMs being tuned: each (shape, tiling) owns a
+/// range of `steps`, the tiling's GEMM and, when split, its reduce pass.
+pub struct TimingSteps {
+    pub steps: Vec<Step>,
+    pub owners: Vec<(GemmKey, GemmPlan, std::ops::Range<usize>)>,
 }
 
 pub struct Builder<'a> {
@@ -202,6 +232,8 @@ pub struct Builder<'a> {
     pub weights: &'a [GpuWeight],
     pub dummy: &'a wgpu::Buffer,
     pub choice: &'a KernelChoice,
+    /// Tilings timed on this device, by shape (`tune.rs`).
+    pub tuned: &'a HashMap<GemmKey, Tuned>,
 }
 
 impl Builder<'_> {
@@ -233,16 +265,7 @@ impl Builder<'_> {
         let head_steps = (self.plan.heads.iter())
             .map(|h| first_step[h.ops.start]..first_step[h.ops.end])
             .collect();
-        let uniforms = filled(
-            d,
-            self.queue,
-            "params",
-            wgpu::BufferUsages::UNIFORM,
-            &rec.bytes,
-        );
-        let steps = (rec.steps.into_iter())
-            .map(|p| self.bind(p, &uniforms))
-            .collect::<Result<Vec<_>>>()?;
+        let steps = self.bind_all(rec)?;
         let hidden_bytes = dims.rows(Rows::Tokens) * self.plan.config.hidden_size * 4;
         let staging_logits = (self.plan.heads.iter())
             .map(|h| {
@@ -259,6 +282,20 @@ impl Builder<'_> {
             staging_hidden: staging(d, hidden_bytes),
             staging_logits,
         })
+    }
+
+    /// The recorded dispatches with their bind groups, their parameters in one uniform buffer.
+    fn bind_all(&self, rec: Recorder) -> Result<Vec<Step>> {
+        let uniforms = filled(
+            self.device,
+            self.queue,
+            "params",
+            wgpu::BufferUsages::UNIFORM,
+            &rec.bytes,
+        );
+        (rec.steps.into_iter())
+            .map(|p| self.bind(p, &uniforms))
+            .collect()
     }
 
     fn bind(&self, p: Pending, uniforms: &wgpu::Buffer) -> Result<Step> {
@@ -300,14 +337,131 @@ impl Builder<'_> {
             if let Op::Linear { x, linear, .. } = op {
                 let m = dims.rows(self.plan.buffers[x.0].rows);
                 let weight = &self.weights[linear.weight.0];
-                for c in &weight.chunks {
+                let weights = GemmWeights::of(weight);
+                for (chunk, c) in weight.chunks.iter().enumerate() {
                     let (n, k) = (c.rows, linear.n_in);
-                    let plan = GemmPlan::choose(self.choice, m, n, k, weight.f16);
-                    out.push(GemmShape { m, n, k, plan });
+                    out.push(GemmShape {
+                        m,
+                        n,
+                        k,
+                        weights,
+                        plan: self.gemm_plan(m, n, k, weights),
+                        linear: *linear,
+                        chunk,
+                    });
                 }
             }
         }
         out
+    }
+
+    /// A GEMM's tiling: the one timed for its shape, else the rule's.
+    fn gemm_plan(&self, m: usize, n: usize, k: usize, weights: GemmWeights) -> GemmPlan {
+        match self.tuned.get(&GemmKey::new(m, n, k, weights)) {
+            Some(t) => t.plan,
+            None => GemmPlan::choose(self.choice, m, n, k, weights),
+        }
+    }
+
+    /// One GEMM with `params` (its whole reduction and epilogue): in one dispatch, or split
+    /// into raw partial sums in the recorder's scratch and a reduce pass that applies the
+    /// epilogue.
+    fn push_gemm(
+        &self,
+        rec: &mut Recorder,
+        plan: GemmPlan,
+        mut params: GemmParams,
+        b: GemmBuffers,
+    ) {
+        let (m, n) = (params.m as usize, params.n as usize);
+        let scratch = rec.scratch.clone().filter(|_| plan.split_k > 1);
+        let Some(part) = scratch else {
+            let whole = GemmPlan { split_k: 1, ..plan };
+            let mut buffers = vec![b.x, b.w, b.bias, b.residual, b.out];
+            buffers.extend(b.extra);
+            rec.push(plan.kernel, params, &buffers, whole.groups(m, n));
+            return;
+        };
+        let reduce = GemmReduceParams {
+            m: params.m,
+            n: params.n,
+            splits: plan.split_k,
+            act: params.act,
+            has_bias: params.has_bias,
+            has_residual: params.has_residual,
+            ldo: params.ldo,
+            col_off: params.col_off,
+        };
+        params.k_len = plan.k_len(params.k as usize) as u32;
+        params.act = act_code(Activation::None);
+        (params.has_bias, params.has_residual) = (0, 0);
+        (params.ldo, params.col_off) = (params.n, 0);
+        let mut buffers = vec![b.x, b.w, self.dummy, self.dummy, &part];
+        buffers.extend(b.extra);
+        rec.push(plan.kernel, params, &buffers, plan.groups(m, n));
+        let buffers = [&part, b.bias, b.residual, b.out];
+        rec.push(Kernel::GemmReduce, reduce, &buffers, per_element(m * n));
+    }
+
+    /// The dispatches that time every candidate tiling of each GEMM of `gemms` (`tune.rs`)
+    /// on operands of its own (the shape's real weights; zeros for activations). Shapes whose
+    /// operands, or whose rule's split sums, would not fit `max_binding` bytes are left out.
+    pub fn timing_steps(&self, gemms: &[GemmShape], max_binding: usize) -> Result<TimingSteps> {
+        let d = self.device;
+        let fits = |bytes: usize| bytes <= max_binding;
+        let mut todo = Vec::new();
+        for g in gemms {
+            let key = g.key();
+            let (m, n, k) = (key.m, key.n, key.k);
+            let mut plans = tune::candidates(self.choice, key);
+            plans.retain(|p| p.split_k == 1 || fits(p.split_k as usize * m * n * 4));
+            let rule = GemmPlan::choose(self.choice, m, n, k, key.weights);
+            if plans.first() == Some(&rule) && fits(m * k * 4) && fits(m * n * 4) {
+                todo.push((g, key, plans));
+            }
+        }
+        let scratch = (todo.iter().flat_map(|(_, key, plans)| {
+            (plans.iter())
+                .filter(|p| p.split_k > 1)
+                .map(|p| p.split_k as usize * key.m * key.n * 4)
+        }))
+        .max();
+        let mut rec = Recorder {
+            bytes: Vec::new(),
+            align: d.limits().min_uniform_buffer_offset_alignment.max(16) as usize,
+            steps: Vec::new(),
+            scratch: scratch.map(|b| storage(d, "split_k", b)),
+        };
+        let mut owners = Vec::new();
+        for (g, key, plans) in todo {
+            let (m, n, k) = (key.m, key.n, key.k);
+            let x = storage(d, "tune_x", m * k * 4);
+            let out = storage(d, "tune_out", m * n * 4);
+            let meta = (key.weights == GemmWeights::Q8Int).then(|| storage(d, "tune_meta", m * 16));
+            let weight = &self.weights[g.linear.weight.0];
+            let c = &weight.chunks[g.chunk];
+            let mut params = gemm_params(m, c, &g.linear, Activation::None, false, weight.block);
+            (params.has_bias, params.ldo, params.col_off) = (0, n as u32, 0);
+            for plan in plans {
+                let start = rec.steps.len();
+                let mut extra: Vec<&wgpu::Buffer> = c.aux.iter().collect();
+                extra.extend(meta.as_ref());
+                let buffers = GemmBuffers {
+                    x: &x,
+                    w: &c.buffer,
+                    bias: self.dummy,
+                    residual: self.dummy,
+                    out: &out,
+                    extra,
+                };
+                self.push_gemm(&mut rec, plan, params, buffers);
+                owners.push((key, plan, start..rec.steps.len()));
+            }
+        }
+        Ok(TimingSteps {
+            steps: self.bind_all(rec)?,
+            owners,
+        })
     }
 
     /// In-place LayerNorm of `rows` rows of `dim` values of `x`.
@@ -412,40 +566,19 @@ impl Builder<'_> {
                     return;
                 }
                 // One GEMM per chunk of a split weight: a range of output columns each.
+                let weights = GemmWeights::of(weight);
                 for c in &weight.chunks {
-                    let plan = GemmPlan::choose(self.choice, m, c.rows, linear.n_in, weight.f16);
-                    let mut params = gemm_params(m, c, &linear, act, residual.is_some(), 0);
-                    let groups = plan.groups(m, c.rows);
-                    let scratch = rec.scratch.clone().filter(|_| plan.split_k > 1);
-                    let Some(part) = scratch else {
-                        let buffers = [&acts[x.0], &c.buffer, bias, res, &acts[out.0]];
-                        rec.push(plan.kernel, params, &buffers, groups);
-                        continue;
+                    let plan = self.gemm_plan(m, c.rows, linear.n_in, weights);
+                    let params = gemm_params(m, c, &linear, act, residual.is_some(), 0);
+                    let buffers = GemmBuffers {
+                        x: &acts[x.0],
+                        w: &c.buffer,
+                        bias,
+                        residual: res,
+                        out: &acts[out.0],
+                        extra: Vec::new(),
                     };
-                    // Raw partial sums first, then one pass adds them with the epilogue.
-                    let reduce = GemmReduceParams {
-                        m: params.m,
-                        n: params.n,
-                        splits: plan.split_k,
-                        act: params.act,
-                        has_bias: params.has_bias,
-                        has_residual: params.has_residual,
-                        ldo: params.ldo,
-                        col_off: params.col_off,
-                    };
-                    params.k_len = plan.k_len(linear.n_in) as u32;
-                    params.act = act_code(crate::model::Activation::None);
-                    (params.has_bias, params.has_residual) = (0, 0);
-                    (params.ldo, params.col_off) = (params.n, 0);
-                    let buffers = [&acts[x.0], &c.buffer, self.dummy, self.dummy, &part];
-                    rec.push(plan.kernel, params, &buffers, groups);
-                    let buffers = [&part, bias, res, &acts[out.0]];
-                    rec.push(
-                        Kernel::GemmReduce,
-                        reduce,
-                        &buffers,
-                        per_element(m * c.rows),
-                    );
+                    self.push_gemm(rec, plan, params, buffers);
                 }
                 if let Some(n) = norm {
                     self.layer_norm(rec, n, m, linear.n_out, &acts[out.0]);
@@ -523,7 +656,6 @@ impl Builder<'_> {
         let rows = self.plan.buffers[x.0].rows;
         let (m, k) = (dims.rows(rows), linear.n_in);
         let weight = &self.weights[linear.weight.0];
-        let kernel = Kernel::packed_gemm(weight.packed, m);
         let quantized = (weight.packed == Packed::Q8Int).then(|| {
             let range = storage(self.device, "q8_range", m * 8);
             let codes = storage(self.device, "q8_codes", m * k);
@@ -552,18 +684,21 @@ impl Builder<'_> {
         });
         let bias = linear.bias.map_or(self.dummy, w);
         let res = residual.map_or(self.dummy, |r| &acts[r.0]);
+        let weights = GemmWeights::of(weight);
         for c in &weight.chunks {
+            let plan = self.gemm_plan(m, c.rows, k, weights);
             let params = gemm_params(m, c, &linear, act, residual.is_some(), weight.block);
-            let groups = [
-                c.rows.div_ceil(64) as u32,
-                m.div_ceil(kernel.tile_rows()) as u32,
-                1,
-            ];
-            let xb = quantized.as_ref().map_or(&acts[x.0], |q| &q.0);
-            let mut buffers = vec![xb, &c.buffer, bias, res, &acts[out.0]];
-            buffers.extend(c.aux.iter());
-            buffers.extend(quantized.as_ref().map(|q| &q.1));
-            rec.push(kernel, params, &buffers, groups);
+            let mut extra: Vec<&wgpu::Buffer> = c.aux.iter().collect();
+            extra.extend(quantized.as_ref().map(|q| &q.1));
+            let buffers = GemmBuffers {
+                x: quantized.as_ref().map_or(&acts[x.0], |q| &q.0),
+                w: &c.buffer,
+                bias,
+                residual: res,
+                out: &acts[out.0],
+                extra,
+            };
+            self.push_gemm(rec, plan, params, buffers);
         }
         if let Some(n) = norm {
             self.layer_norm(rec, n, m, linear.n_out, &acts[out.0]);

@@ -61,6 +61,10 @@ pub struct KernelOptions {
     /// `attention_lanes`: SIMD lanes read consecutive or equal words, few barriers) instead of
     /// the workgroup-tiled ones; `None` uses them on CPU-emulated adapters only.
     pub lanes: Option<bool>,
+    /// GEMM tilings chosen by timing each candidate on the device (`tune.rs`) the first time a
+    /// shape runs, instead of by rule; `None` tunes natively on hardware adapters with
+    /// timestamp queries (browsers coarsen them), never under a fixed `tile`.
+    pub tune: Option<bool>,
 }
 
 impl KernelOptions {
@@ -70,12 +74,13 @@ impl KernelOptions {
         coop: None,
         tile: None,
         lanes: None,
+        tune: None,
     };
 }
 
 /// A fixed GEMM tiling for every GEMM: 64- or 16-row tiles, and the reduction split in
 /// `split_k` parts (summed by a second pass that applies the epilogue).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileChoice {
     pub short: bool,
     pub split_k: u32,
@@ -100,7 +105,7 @@ impl std::str::FromStr for TileChoice {
 }
 
 /// What the device runs, from the options and what the adapter offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KernelChoice {
     pub f16_weights: bool,
     pub f16_compute: bool,
@@ -113,6 +118,8 @@ pub struct KernelChoice {
     pub hardware: bool,
     /// The lanes kernels (`KernelOptions::lanes`).
     pub lanes: bool,
+    /// GEMM tilings by timing (`KernelOptions::tune`).
+    pub tune: bool,
 }
 pub struct GpuContext {
     pub device: wgpu::Device,
@@ -201,6 +208,15 @@ impl GpuContext {
             return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
         }
         let hardware = info.device_type != wgpu::DeviceType::Cpu;
+        let timestamps = features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        if k.tune == Some(true) && k.tile.is_none() && !timestamps {
+            let msg = format!(
+                "{} has no timestamp queries to time GEMM tilings",
+                info.name
+            );
+            return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
+        }
+        let native = cfg!(not(target_arch = "wasm32"));
         let f16_weights = features.contains(wgpu::Features::SHADER_F16);
         let f16_compute = f16_weights && k.f16_compute.unwrap_or(hardware || k.coop == Some(true));
         let choice = KernelChoice {
@@ -215,6 +231,7 @@ impl GpuContext {
             tile: k.tile,
             hardware,
             lanes: k.lanes.unwrap_or(!hardware) && k.tile.is_none(),
+            tune: k.tune.unwrap_or(hardware && native) && k.tile.is_none() && timestamps,
         };
         let desc = wgpu::DeviceDescriptor {
             label: Some("webert"),
@@ -308,6 +325,16 @@ impl GpuContext {
         !self.dequantize() && self.int_dot && self.options.q8_int != Some(false)
     }
 
+    /// What tells this adapter and driver apart from others, for caches of timings.
+    pub fn identity(&self) -> String {
+        let i = &self.info;
+        let ids = format!("{:04x}:{:04x}", i.vendor, i.device);
+        format!(
+            "{:?} {} {ids} {} {}",
+            i.backend, i.name, i.driver, i.driver_info
+        )
+    }
+
     pub fn name(&self) -> String {
         let name = match self.info.name.as_str() {
             "" => "unnamed adapter", // browsers may withhold the description
@@ -325,7 +352,8 @@ impl GpuContext {
         } else {
             ""
         };
-        format!("{name} ({:?}{f16}{sg}{coop})", self.info.backend)
+        let tune = if c.tune { ", timed GEMM tiles" } else { "" };
+        format!("{name} ({:?}{f16}{sg}{coop}{tune})", self.info.backend)
     }
 }
 

@@ -8,6 +8,7 @@ mod packed;
 mod params;
 mod pipelines;
 mod readback;
+mod tune;
 mod weights;
 
 use crate::error::{Error, GpuErrorKind, Result};
@@ -15,7 +16,7 @@ use crate::exec::{Batch, Dims, Output, Want};
 use crate::model::{Plan, Tensor};
 use bucket::{Bucket, Builder};
 pub use context::{GpuContext, GpuOptions, KernelOptions, TileChoice};
-use pipelines::Pipelines;
+use pipelines::{GemmPlan, Pipelines};
 use std::collections::HashMap;
 use std::sync::Arc;
 pub use weights::WeightBytes;
@@ -35,6 +36,10 @@ pub struct GpuExecutor {
     weight_bytes: WeightBytes,
     dummy: wgpu::Buffer,
     buckets: HashMap<Dims, Bucket>,
+    /// GEMM tilings timed on this device (with `KernelChoice::tune`).
+    tuned: HashMap<tune::GemmKey, tune::Tuned>,
+    /// Every candidate timed here, a line per shape, for `bench`.
+    timings: Vec<String>,
     /// Submissions to let through before the device is destroyed with one in flight (tests).
     #[cfg(any(test, feature = "test-hooks"))]
     lose_after: std::sync::atomic::AtomicUsize,
@@ -70,6 +75,8 @@ impl GpuExecutor {
             weight_bytes,
             dummy,
             buckets: HashMap::new(),
+            tuned: HashMap::new(),
+            timings: Vec::new(),
             #[cfg(any(test, feature = "test-hooks"))]
             lose_after: std::sync::atomic::AtomicUsize::new(usize::MAX),
         })
@@ -121,23 +128,93 @@ impl GpuExecutor {
             weights: &self.weights,
             dummy: &self.dummy,
             choice: &self.ctx.choice,
+            tuned: &self.tuned,
         }
     }
 
     /// Each distinct GEMM of a forward of `dims` with its tiling and how often it runs, e.g.
-    /// `128x2304x768: gemm_f16 16x64 split-k 4 (x6)`.
+    /// `128x2304x768: gemm_f16 16x64 split-k 4 (x6)`, and for a timed tiling its time and the
+    /// rule's (`…, timed 0.0210 ms, rule 0.0300 ms`).
     pub fn gemm_plans(&self, dims: Dims) -> Vec<String> {
-        let builder = self.builder();
         let mut seen: Vec<(bucket::GemmShape, usize)> = Vec::new();
-        for g in builder.gemms(dims) {
-            match seen.iter_mut().find(|(s, _)| *s == g) {
+        for g in self.builder().gemms(dims) {
+            let same = |s: &bucket::GemmShape| (s.m, s.n, s.k, s.plan) == (g.m, g.n, g.k, g.plan);
+            match seen.iter_mut().find(|(s, _)| same(s)) {
                 Some((_, n)) => *n += 1,
                 None => seen.push((g, 1)),
             }
         }
         (seen.iter())
-            .map(|(g, n)| format!("{}x{}x{}: {} (x{n})", g.m, g.n, g.k, g.plan.describe()))
+            .map(|(g, n)| {
+                let timed = self
+                    .tuned
+                    .get(&g.key())
+                    .map(|t| format!(", {}", t.describe()));
+                let (m, plan) = (g.m, g.plan.describe());
+                format!(
+                    "{m}x{}x{}: {plan} (x{n}){}",
+                    g.n,
+                    g.k,
+                    timed.unwrap_or_default()
+                )
+            })
             .collect()
+    }
+
+    /// Each GEMM shape timed by this executor: every candidate tiling and its GPU ms, the
+    /// rule's first.
+    pub fn gemm_timings(&self) -> Vec<String> {
+        self.timings.clone()
+    }
+
+    /// Times each candidate tiling of the GEMMs of a forward of `dims` whose shapes have none
+    /// yet (`tune.rs`): one warm-up round, then the faster of two.
+    async fn tune(&mut self, dims: Dims) -> Result<()> {
+        let adapter = self.ctx.identity();
+        let choice = self.ctx.choice;
+        let mut todo: Vec<bucket::GemmShape> = Vec::new();
+        for g in self.builder().gemms(dims) {
+            let key = g.key();
+            if self.tuned.contains_key(&key) || todo.iter().any(|t| t.key() == key) {
+                continue;
+            }
+            match tune::cached(&adapter, &choice, key) {
+                Some(t) => _ = self.tuned.insert(key, t),
+                None => todo.push(g),
+            }
+        }
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let max = self.ctx.max_binding() as usize;
+        let timing = self.builder().timing_steps(&todo, max)?;
+        let steps: Vec<&bucket::Step> = timing.steps.iter().collect();
+        let mut best = vec![f64::INFINITY; timing.owners.len()];
+        for round in 0..3 {
+            let ms = self.time_steps(&steps).await?;
+            if round == 0 {
+                continue; // first use of every pipeline and buffer
+            }
+            for (b, (_, _, range)) in best.iter_mut().zip(&timing.owners) {
+                *b = b.min(ms[range.clone()].iter().sum());
+            }
+        }
+        for g in &todo {
+            let key = g.key();
+            let timed: Vec<(GemmPlan, f64)> = (timing.owners.iter().zip(&best))
+                .filter(|((k, _, _), _)| *k == key)
+                .map(|((_, plan, _), ms)| (*plan, *ms))
+                .collect();
+            let line = (timed.iter()).map(|(p, ms)| format!("{} {ms:.4}", p.describe()));
+            let (m, n, k, w) = (key.m, key.n, key.k, key.weights);
+            let line = format!("{m}x{n}x{k} {w:?}: {}", line.collect::<Vec<_>>().join(", "));
+            self.timings.push(line);
+            if let Some(t) = tune::pick(&timed) {
+                self.tuned.insert(key, t);
+                tune::remember(&adapter, &choice, key, t);
+            }
+        }
+        Ok(())
     }
 
     /// Whether a batch of `dims` can run here: an `UnsupportedShape` error says why not, and
@@ -183,36 +260,9 @@ impl GpuExecutor {
             return Ok(None); // the batch ran in parts: no bucket holds it whole
         };
         let steps = bucket.steps(want);
-        let n = (2 * steps.len()) as u32;
-        let d = &self.ctx.device;
-        let set = d.create_query_set(&wgpu::QuerySetDescriptor {
-            label: Some("profile"),
-            ty: wgpu::QueryType::Timestamp,
-            count: n,
-        });
-        let resolve = d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("timestamps"),
-            size: n as u64 * 8,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let staging = bucket::staging(d, n as usize * 8);
-        let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("profile"),
-        });
-        self.encode(&mut enc, &steps, Some(&set))?;
-        enc.resolve_query_set(&set, 0..n, &resolve, 0);
-        enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, n as u64 * 8);
-        let mut read = self
-            .submit_and_read(enc, &[(&staging, n as usize * 8)])
-            .await?;
-        let ticks: Vec<u64> = (read.remove(0).chunks_exact(8))
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect();
-        let period_ms = self.ctx.queue.get_timestamp_period() as f64 * 1e-6;
+        let times = self.time_steps(&steps).await?;
         let mut totals: Vec<(&'static str, f64)> = Vec::new();
-        for (i, (s, t)) in steps.iter().zip(ticks.chunks_exact(2)).enumerate() {
-            let ms = t[1].saturating_sub(t[0]) as f64 * period_ms;
+        for (i, (s, &ms)) in steps.iter().zip(&times).enumerate() {
             let name = if i < bucket.encoder_steps {
                 s.kernel.name()
             } else {
@@ -224,6 +274,45 @@ impl GpuExecutor {
             }
         }
         Ok(Some(totals))
+    }
+
+    /// GPU ms of each of `steps`, each dispatched in a pass of its own between timestamps
+    /// (in submissions of at most `MAX_TIMED` steps, a query set's limit).
+    async fn time_steps(&self, steps: &[&bucket::Step]) -> Result<Vec<f64>> {
+        const MAX_TIMED: usize = 2048;
+        let d = &self.ctx.device;
+        let period_ms = self.ctx.queue.get_timestamp_period() as f64 * 1e-6;
+        let mut out = Vec::with_capacity(steps.len());
+        for part in steps.chunks(MAX_TIMED) {
+            let n = (2 * part.len()) as u32;
+            let set = d.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: n,
+            });
+            let resolve = d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps"),
+                size: n as u64 * 8,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let staging = bucket::staging(d, n as usize * 8);
+            let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("timed"),
+            });
+            self.encode(&mut enc, part, Some(&set))?;
+            enc.resolve_query_set(&set, 0..n, &resolve, 0);
+            enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, n as u64 * 8);
+            let mut read = self
+                .submit_and_read(enc, &[(&staging, n as usize * 8)])
+                .await?;
+            let ticks = (read.remove(0).chunks_exact(8))
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect::<Vec<_>>();
+            let ms = (ticks.chunks_exact(2)).map(|t| t[1].saturating_sub(t[0]) as f64 * period_ms);
+            out.extend(ms);
+        }
+        Ok(out)
     }
 
     /// One forward, in as many submissions as it takes to keep every activation buffer
@@ -263,6 +352,9 @@ impl GpuExecutor {
         self.ctx.check()?;
         let dims = batch.dims();
         if !self.buckets.contains_key(&dims) {
+            if self.ctx.choice.tune {
+                self.tune(dims).await?;
+            }
             let bucket = self.builder().build(dims)?;
             self.buckets.insert(dims, bucket);
         }

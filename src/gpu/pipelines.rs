@@ -14,7 +14,7 @@ const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
 const GEMM_OUT: &str = include_str!("../../shaders/gemm_out.wgsl");
 const ATTENTION_IO: &str = include_str!("../../shaders/attention_io.wgsl");
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kernel {
     Embeddings,
     /// GEMM with vec4 loads (`k % 4 == 0`, every real model).
@@ -51,7 +51,7 @@ pub enum Kernel {
 
 /// GEMM output tile height: 64 rows, or 16 for short inputs, where most of a 64-row tile
 /// would be padding (and a small grid of tall tiles leaves most of a GPU idle).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tile {
     Tall,
     Short,
@@ -154,32 +154,16 @@ impl Kernel {
         }
     }
 
-    /// The GEMM variant for `m` rows, a reduction of `k`, and f16 or f32 weights, on 64-
-    /// or 16-row tiles (`short`).
-    pub fn gemm(m: usize, k: usize, f16: bool) -> Kernel {
-        Kernel::gemm_tiled(k, f16, Tile::for_rows(m) == Tile::Short)
-    }
-
-    fn gemm_tiled(k: usize, f16: bool, short: bool) -> Kernel {
+    /// The GEMM over weights `w` with a reduction of `k`, on 64- or 16-row tiles (`short`).
+    pub fn gemm_tiled(k: usize, w: GemmWeights, short: bool) -> Kernel {
         let tile = if short { Tile::Short } else { Tile::Tall };
-        if f16 {
-            Kernel::GemmF16(tile)
-        } else if k.is_multiple_of(4) {
-            Kernel::Gemm(tile)
-        } else {
-            Kernel::GemmScalar(tile)
-        }
-    }
-
-    /// The GEMM on a weight packed as `packed`, for `m` rows.
-    pub fn packed_gemm(packed: super::packed::Packed, m: usize) -> Kernel {
-        use super::packed::Packed;
-        let tile = Tile::for_rows(m);
-        match packed {
-            Packed::Q4 => Kernel::GemmQ4(tile),
-            Packed::Q8 => Kernel::GemmQ8(tile),
-            Packed::Q8Int => Kernel::GemmQ8Int(tile),
-            Packed::None => Kernel::Gemm(tile),
+        match w {
+            GemmWeights::F16 => Kernel::GemmF16(tile),
+            GemmWeights::Q4 => Kernel::GemmQ4(tile),
+            GemmWeights::Q8 => Kernel::GemmQ8(tile),
+            GemmWeights::Q8Int => Kernel::GemmQ8Int(tile),
+            GemmWeights::F32 if k.is_multiple_of(4) => Kernel::Gemm(tile),
+            GemmWeights::F32 => Kernel::GemmScalar(tile),
         }
     }
 
@@ -345,9 +329,38 @@ impl Kernel {
     }
 }
 
+/// What a GEMM's weights are on the GPU: f32, f16, or packed low-bit codes (`packed.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GemmWeights {
+    F32,
+    F16,
+    Q4,
+    Q8,
+    Q8Int,
+}
+
+impl GemmWeights {
+    pub fn of(w: &super::weights::GpuWeight) -> GemmWeights {
+        use super::packed::Packed;
+        match w.packed {
+            Packed::Q4 => GemmWeights::Q4,
+            Packed::Q8 => GemmWeights::Q8,
+            Packed::Q8Int => GemmWeights::Q8Int,
+            Packed::None if w.f16 => GemmWeights::F16,
+            Packed::None => GemmWeights::F32,
+        }
+    }
+
+    /// Whether its reduction can be split: the integer q8 GEMM needs whole sums for its
+    /// zero-point corrections.
+    pub fn splits(self) -> bool {
+        self != GemmWeights::Q8Int
+    }
+}
+
 /// How one GEMM is dispatched: its kernel, the workgroup grid over (columns, rows) and the
 /// number of parts its reduction is split into (`> 1`: partial sums, then `GemmReduce`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GemmPlan {
     pub kernel: Kernel,
     pub split_k: u32,
@@ -357,28 +370,31 @@ pub struct GemmPlan {
 /// reduction: a large GPU has ~100+ compute units, each holding several workgroups.
 const HARDWARE_GROUPS: usize = 512;
 /// The shortest reduction one split part is given.
-const MIN_SPLIT_K: usize = 128;
+pub const MIN_SPLIT_K: usize = 128;
 
 impl GemmPlan {
-    /// The tiling of an `m × n` GEMM over a reduction of `k` (`f16`: f16 weights), by the
-    /// options' fixed tiling or by rule: 16-row tiles for short inputs; on hardware GPUs,
-    /// cooperative matrices when on, then 16-row tiles and split-K until the grid fills a
+    /// The tiling of an `m × n` GEMM over a reduction of `k` on weights `w`, by the options'
+    /// fixed tiling or by rule: 16-row tiles for short inputs; on hardware GPUs, cooperative
+    /// matrices when on (f16 weights), then 16-row tiles and split-K until the grid fills a
     /// large GPU (`HARDWARE_GROUPS`); CPU-emulated adapters keep whole tiles (one thread per
     /// core already has enough workgroups).
-    pub fn choose(choice: &KernelChoice, m: usize, n: usize, k: usize, f16: bool) -> GemmPlan {
+    pub fn choose(choice: &KernelChoice, m: usize, n: usize, k: usize, w: GemmWeights) -> GemmPlan {
         let splits_for = |groups: usize| -> u32 {
             let mut s = 1;
-            while groups * s < HARDWARE_GROUPS && k / (2 * s) >= MIN_SPLIT_K {
+            while w.splits() && groups * s < HARDWARE_GROUPS && k / (2 * s) >= MIN_SPLIT_K {
                 s *= 2;
             }
             s as u32
         };
         if let Some(t) = choice.tile {
-            let split_k = t.split_k.min(k.div_ceil(32) as u32).max(1);
-            let kernel = Kernel::gemm_tiled(k, f16, t.short);
+            let split_k = match w.splits() {
+                true => t.split_k.min(k.div_ceil(32) as u32).max(1),
+                false => 1,
+            };
+            let kernel = Kernel::gemm_tiled(k, w, t.short);
             return GemmPlan { kernel, split_k };
         }
-        if f16 && choice.coop.is_some() && m > 32 {
+        if w == GemmWeights::F16 && choice.coop.is_some() && m > 32 {
             let groups = n.div_ceil(64) * m.div_ceil(64);
             let split_k = splits_for(groups);
             return GemmPlan {
@@ -386,7 +402,7 @@ impl GemmPlan {
                 split_k,
             };
         }
-        let kernel = Kernel::gemm(m, k, f16);
+        let kernel = Kernel::gemm_tiled(k, w, Tile::for_rows(m) == Tile::Short);
         if choice.lanes && kernel == Kernel::Gemm(Tile::for_rows(m)) {
             return GemmPlan {
                 kernel: Kernel::GemmLanes,
@@ -397,7 +413,7 @@ impl GemmPlan {
             return GemmPlan { kernel, split_k: 1 };
         }
         let short = m <= 32 || n.div_ceil(64) * m.div_ceil(64) < HARDWARE_GROUPS;
-        let kernel = Kernel::gemm_tiled(k, f16, short);
+        let kernel = Kernel::gemm_tiled(k, w, short);
         let groups = n.div_ceil(64) * m.div_ceil(kernel.tile_rows());
         GemmPlan {
             kernel,
@@ -485,6 +501,7 @@ mod tests {
             tile: None,
             hardware: true,
             lanes: false,
+            tune: false,
         }
     }
 
@@ -531,40 +548,62 @@ mod tests {
         }
     }
 
+    const F32: GemmWeights = GemmWeights::F32;
+    const F16: GemmWeights = GemmWeights::F16;
+
+    #[test]
+    fn packed_weights_take_the_same_tiling_rule() {
+        let c = choice(false, false, None);
+        // bert-base q4 at 1 x 128 tokens: split like f32 (same GEMM body); integer q8 only
+        // takes short tiles (its zero-point corrections need whole sums).
+        let f32 = GemmPlan::choose(&c, 128, 768, 3072, F32);
+        let q4 = GemmPlan::choose(&c, 128, 768, 3072, GemmWeights::Q4);
+        assert_eq!(
+            (q4.kernel, q4.split_k),
+            (Kernel::GemmQ4(Tile::Short), f32.split_k)
+        );
+        let q8 = GemmPlan::choose(&c, 128, 768, 3072, GemmWeights::Q8Int);
+        assert_eq!((q8.kernel, q8.split_k), (Kernel::GemmQ8Int(Tile::Short), 1));
+        let q8 = GemmPlan::choose(&c, 4096, 768, 768, GemmWeights::Q8);
+        assert_eq!((q8.kernel, q8.split_k), (Kernel::GemmQ8(Tile::Tall), 1));
+    }
+
     #[test]
     fn gemms_split_only_on_hardware_and_only_long_reductions() {
         let mut c = choice(false, false, None);
         // bert-base at 1 x 128 tokens: 16-row tiles and split-K fill a large GPU.
-        let p = GemmPlan::choose(&c, 128, 768, 3072, false);
+        let p = GemmPlan::choose(&c, 128, 768, 3072, F32);
         assert_eq!(p.kernel, Kernel::Gemm(Tile::Short));
         assert!(p.split_k > 1 && p.k_len(3072) >= MIN_SPLIT_K, "{p:?}");
         let groups = p.groups(128, 768);
         assert!((groups[0] * groups[1] * groups[2]) as usize >= HARDWARE_GROUPS);
         // A large batch has enough tiles already.
-        let p = GemmPlan::choose(&c, 4096, 768, 768, false);
+        let p = GemmPlan::choose(&c, 4096, 768, 768, F32);
         assert_eq!((p.kernel, p.split_k), (Kernel::Gemm(Tile::Tall), 1));
         // Never split a reduction too short to share.
-        assert_eq!(GemmPlan::choose(&c, 128, 64, 64, false).split_k, 1);
+        assert_eq!(GemmPlan::choose(&c, 128, 64, 64, F32).split_k, 1);
         // CPU-emulated adapters: the plain rule, or the lanes GEMM for f32 with k % 4 == 0.
         c.hardware = false;
-        let p = GemmPlan::choose(&c, 128, 768, 3072, false);
+        let p = GemmPlan::choose(&c, 128, 768, 3072, F32);
         assert_eq!((p.kernel, p.split_k), (Kernel::Gemm(Tile::Tall), 1));
         c.lanes = true;
-        let p = GemmPlan::choose(&c, 128, 768, 3072, false);
+        let p = GemmPlan::choose(&c, 128, 768, 3072, F32);
         assert_eq!((p.kernel, p.split_k), (Kernel::GemmLanes, 1));
         assert_eq!(p.groups(128, 768), [12, 32, 1]);
-        for (k, f16) in [(3071, false), (3072, true)] {
+        for (k, w) in [(3071, F32), (3072, F16), (3072, GemmWeights::Q4)] {
             assert_ne!(
-                GemmPlan::choose(&c, 128, 768, k, f16).kernel,
+                GemmPlan::choose(&c, 128, 768, k, w).kernel,
                 Kernel::GemmLanes
             );
         }
         c.lanes = false;
         // A fixed tiling wins, split at most once per 32-deep slice.
         c.tile = Some("16:4".parse().unwrap());
-        let p = GemmPlan::choose(&c, 128, 768, 40, true);
+        let p = GemmPlan::choose(&c, 128, 768, 40, F16);
         assert_eq!((p.kernel, p.split_k), (Kernel::GemmF16(Tile::Short), 2));
         assert_eq!(p.describe(), "gemm_f16 16x64 split-k 2");
+        let p = GemmPlan::choose(&c, 128, 768, 3072, GemmWeights::Q8Int);
+        assert_eq!((p.kernel, p.split_k), (Kernel::GemmQ8Int(Tile::Short), 1));
         assert!("32".parse::<TileChoice>().is_err() && "64:0".parse::<TileChoice>().is_err());
     }
 }

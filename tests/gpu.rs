@@ -955,6 +955,31 @@ mod low_bit {
         for t in &texts {
             assert_eq!(token_labels(&packed, t), token_labels(&cpu, t), "{t:.40}");
         }
+        // With f16 compute the packed GEMM unpacks into f16 tiles and f16 products (f32
+        // sums): f16 bounds, as for f16 weights.
+        let f16 = GpuOptions {
+            f16: Some(true),
+            kernels: KernelOptions {
+                f16_compute: Some(true),
+                ..KernelOptions::AUTO
+            },
+            ..PACKED
+        };
+        let f16 = match load(files(), on_gpu(f16)) {
+            Err(e) if e.to_string().contains("shader-f16") => {
+                return eprintln!("skipping q4 with f16 compute: {e}");
+            }
+            e => e.unwrap(),
+        };
+        assert!(f16.backend().contains("f16 compute"), "{}", f16.backend());
+        assert_eq!(bytes(&f16).gemm_uploaded, p.gemm_uploaded);
+        for (i, (a, b)) in hidden(&f16, &texts).iter().zip(&want).enumerate() {
+            let c = cosine(a, b);
+            assert!(c >= 0.999, "q4 f16 compute case {i}: cosine {c}");
+        }
+        for t in &texts {
+            assert_eq!(token_labels(&f16, t), token_labels(&cpu, t), "{t:.40}");
+        }
     }
 
     /// A q8 file built by the test set-up (`tests/onnx_dtypes.rs`), in a model folder of its

@@ -206,7 +206,11 @@ impl Kernel {
     /// type `OP`), the shared helpers it uses, then its own code; each part only uses what
     /// an earlier one declares. `choice` picks the variant (subgroup reductions, f16 compute).
     pub(super) fn code(self, choice: &KernelChoice) -> String {
-        let f16_ops = choice.f16_compute && matches!(self, Kernel::GemmF16(_) | Kernel::Attention);
+        let f16_ops = choice.f16_compute
+            && matches!(
+                self,
+                Kernel::GemmF16(_) | Kernel::GemmQ4(_) | Kernel::GemmQ8(_) | Kernel::Attention
+            );
         let subgroups =
             choice.subgroups && matches!(self, Kernel::LayerNorm | Kernel::AttentionWide);
         let mut directives = String::new();

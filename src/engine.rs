@@ -398,6 +398,15 @@ impl Engine {
         }
     }
 
+    /// Rounds the GPU's timestamps down to multiples of `ms`, as browsers do, so that timing
+    /// GEMM tilings repeats its candidates as it must there.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn round_gpu_timestamps_for_test(&self, ms: f64) {
+        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            g.exec.round_timestamps_for_test(ms);
+        }
+    }
+
     /// Makes the next forward pass panic, as a bug inside a call would (tests of the recovery
     /// from a trapped WebAssembly instance).
     #[cfg(any(test, feature = "test-hooks"))]

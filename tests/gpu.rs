@@ -663,6 +663,40 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
     assert!(plans.iter().all(|p| p.contains(", timed ")), "{plans:?}");
 }
 
+/// Timing GEMM tilings where timestamps are rounded to 0.1 ms, as browsers round them: each
+/// candidate repeats in its pass until the rounding is small against it (so per-run times
+/// are no longer multiples of the rounding), and the answers stay the CPU's.
+#[test]
+fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
+    let kernels = KernelOptions {
+        tune: Some(true),
+        ..KernelOptions::AUTO
+    };
+    let gpu = match load(odd_model(), on_gpu(GpuOptions { kernels, ..F32 })) {
+        Err(e) if e.to_string().contains("no timestamp queries") => {
+            return eprintln!("skipping: {e}");
+        }
+        e => match usable(e) {
+            Some(gpu) => gpu,
+            None => return,
+        },
+    };
+    gpu.round_gpu_timestamps_for_test(0.1);
+    let cpu = load(odd_model(), LoadOptions::cpu()).unwrap();
+    assert_mlm_matches_cpu(&gpu, &cpu, "rounded timestamps");
+    let timings = gpu.gpu_gemm_timings();
+    let ms: Vec<f64> = (timings.iter())
+        .flat_map(|line| line.split_once(": ").unwrap().1.split(", "))
+        .map(|c| c.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(!ms.is_empty() && ms.iter().all(|t| *t > 0.0), "{timings:?}");
+    let off_grid = |t: &f64| ((t / 0.1).round() * 0.1 - t).abs() > 1e-6;
+    assert!(
+        ms.iter().any(off_grid),
+        "no candidate repeated: {timings:?}"
+    );
+}
+
 #[test]
 fn heads_wider_than_the_tiled_attention_match_cpu() {
     // Head size 75: the one-query-per-workgroup attention shader.

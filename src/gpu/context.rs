@@ -62,8 +62,8 @@ pub struct KernelOptions {
     /// the workgroup-tiled ones; `None` uses them on CPU-emulated adapters only.
     pub lanes: Option<bool>,
     /// GEMM tilings chosen by timing each candidate on the device (`tune.rs`) the first time a
-    /// shape runs, instead of by rule; `None` tunes natively on hardware adapters with
-    /// timestamp queries (browsers coarsen them), never under a fixed `tile`.
+    /// shape runs, instead of by rule; `None` times them on hardware adapters with timestamp
+    /// queries; never under a fixed `tile`.
     pub tune: Option<bool>,
 }
 
@@ -216,7 +216,6 @@ impl GpuContext {
             );
             return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
         }
-        let native = cfg!(not(target_arch = "wasm32"));
         let f16_weights = features.contains(wgpu::Features::SHADER_F16);
         let f16_compute = f16_weights && k.f16_compute.unwrap_or(hardware || k.coop == Some(true));
         let choice = KernelChoice {
@@ -231,7 +230,7 @@ impl GpuContext {
             tile: k.tile,
             hardware,
             lanes: k.lanes.unwrap_or(!hardware) && k.tile.is_none(),
-            tune: k.tune.unwrap_or(hardware && native) && k.tile.is_none() && timestamps,
+            tune: k.tune.unwrap_or(hardware) && k.tile.is_none() && timestamps,
         };
         let desc = wgpu::DeviceDescriptor {
             label: Some("webert"),

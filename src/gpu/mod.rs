@@ -8,6 +8,7 @@ mod packed;
 mod params;
 mod pipelines;
 mod readback;
+mod timing;
 mod tune;
 mod weights;
 
@@ -16,7 +17,7 @@ use crate::exec::{Batch, Dims, Output, Want};
 use crate::model::{Plan, Tensor};
 use bucket::{Bucket, Builder};
 pub use context::{GpuContext, GpuOptions, KernelOptions, TileChoice};
-use pipelines::{GemmPlan, Pipelines};
+use pipelines::Pipelines;
 use std::collections::HashMap;
 use std::sync::Arc;
 pub use weights::WeightBytes;
@@ -40,6 +41,11 @@ pub struct GpuExecutor {
     tuned: HashMap<tune::GemmKey, tune::Tuned>,
     /// Every candidate timed here, a line per shape, for `bench`.
     timings: Vec<String>,
+    /// Timing failed once (the device refused something): tilings go by rule from then on.
+    tuning_failed: bool,
+    /// Timestamps rounded down to multiples of this many ms, as browsers round them (tests).
+    #[cfg(any(test, feature = "test-hooks"))]
+    timestamp_quantum_ms: Option<f64>,
     /// Submissions to let through before the device is destroyed with one in flight (tests).
     #[cfg(any(test, feature = "test-hooks"))]
     lose_after: std::sync::atomic::AtomicUsize,
@@ -77,6 +83,9 @@ impl GpuExecutor {
             buckets: HashMap::new(),
             tuned: HashMap::new(),
             timings: Vec::new(),
+            tuning_failed: false,
+            #[cfg(any(test, feature = "test-hooks"))]
+            timestamp_quantum_ms: None,
             #[cfg(any(test, feature = "test-hooks"))]
             lose_after: std::sync::atomic::AtomicUsize::new(usize::MAX),
         })
@@ -167,56 +176,6 @@ impl GpuExecutor {
         self.timings.clone()
     }
 
-    /// Times each candidate tiling of the GEMMs of a forward of `dims` whose shapes have none
-    /// yet (`tune.rs`): one warm-up round, then the faster of two.
-    async fn tune(&mut self, dims: Dims) -> Result<()> {
-        let adapter = self.ctx.identity();
-        let choice = self.ctx.choice;
-        let mut todo: Vec<bucket::GemmShape> = Vec::new();
-        for g in self.builder().gemms(dims) {
-            let key = g.key();
-            if self.tuned.contains_key(&key) || todo.iter().any(|t| t.key() == key) {
-                continue;
-            }
-            match tune::cached(&adapter, &choice, key) {
-                Some(t) => _ = self.tuned.insert(key, t),
-                None => todo.push(g),
-            }
-        }
-        if todo.is_empty() {
-            return Ok(());
-        }
-        let max = self.ctx.max_binding() as usize;
-        let timing = self.builder().timing_steps(&todo, max)?;
-        let steps: Vec<&bucket::Step> = timing.steps.iter().collect();
-        let mut best = vec![f64::INFINITY; timing.owners.len()];
-        for round in 0..3 {
-            let ms = self.time_steps(&steps).await?;
-            if round == 0 {
-                continue; // first use of every pipeline and buffer
-            }
-            for (b, (_, _, range)) in best.iter_mut().zip(&timing.owners) {
-                *b = b.min(ms[range.clone()].iter().sum());
-            }
-        }
-        for g in &todo {
-            let key = g.key();
-            let timed: Vec<(GemmPlan, f64)> = (timing.owners.iter().zip(&best))
-                .filter(|((k, _, _), _)| *k == key)
-                .map(|((_, plan, _), ms)| (*plan, *ms))
-                .collect();
-            let line = (timed.iter()).map(|(p, ms)| format!("{} {ms:.4}", p.describe()));
-            let (m, n, k, w) = (key.m, key.n, key.k, key.weights);
-            let line = format!("{m}x{n}x{k} {w:?}: {}", line.collect::<Vec<_>>().join(", "));
-            self.timings.push(line);
-            if let Some(t) = tune::pick(&timed) {
-                self.tuned.insert(key, t);
-                tune::remember(&adapter, &choice, key, t);
-            }
-        }
-        Ok(())
-    }
-
     /// Whether a batch of `dims` can run here: an `UnsupportedShape` error says why not, and
     /// leaves the device usable for other calls.
     pub fn supports(&self, dims: Dims) -> Result<()> {
@@ -260,7 +219,8 @@ impl GpuExecutor {
             return Ok(None); // the batch ran in parts: no bucket holds it whole
         };
         let steps = bucket.steps(want);
-        let times = self.time_steps(&steps).await?;
+        let passes: Vec<Vec<&bucket::Step>> = steps.iter().map(|s| vec![*s]).collect();
+        let times = self.time_passes(&passes).await?;
         let mut totals: Vec<(&'static str, f64)> = Vec::new();
         for (i, (s, &ms)) in steps.iter().zip(&times).enumerate() {
             let name = if i < bucket.encoder_steps {
@@ -274,45 +234,6 @@ impl GpuExecutor {
             }
         }
         Ok(Some(totals))
-    }
-
-    /// GPU ms of each of `steps`, each dispatched in a pass of its own between timestamps
-    /// (in submissions of at most `MAX_TIMED` steps, a query set's limit).
-    async fn time_steps(&self, steps: &[&bucket::Step]) -> Result<Vec<f64>> {
-        const MAX_TIMED: usize = 2048;
-        let d = &self.ctx.device;
-        let period_ms = self.ctx.queue.get_timestamp_period() as f64 * 1e-6;
-        let mut out = Vec::with_capacity(steps.len());
-        for part in steps.chunks(MAX_TIMED) {
-            let n = (2 * part.len()) as u32;
-            let set = d.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("timestamps"),
-                ty: wgpu::QueryType::Timestamp,
-                count: n,
-            });
-            let resolve = d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("timestamps"),
-                size: n as u64 * 8,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let staging = bucket::staging(d, n as usize * 8);
-            let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("timed"),
-            });
-            self.encode(&mut enc, part, Some(&set))?;
-            enc.resolve_query_set(&set, 0..n, &resolve, 0);
-            enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, n as u64 * 8);
-            let mut read = self
-                .submit_and_read(enc, &[(&staging, n as usize * 8)])
-                .await?;
-            let ticks = (read.remove(0).chunks_exact(8))
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect::<Vec<_>>();
-            let ms = (ticks.chunks_exact(2)).map(|t| t[1].saturating_sub(t[0]) as f64 * period_ms);
-            out.extend(ms);
-        }
-        Ok(out)
     }
 
     /// One forward, in as many submissions as it takes to keep every activation buffer
@@ -366,7 +287,7 @@ impl GpuExecutor {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("forward"),
             });
-        self.encode(&mut enc, &bucket.steps(want), None)?;
+        self.encode(&mut enc, &bucket.steps(want))?;
         let mut reads = Vec::new();
         let hidden = want.hidden().then(|| {
             let bytes = dims.rows(crate::model::Rows::Tokens) * self.plan.config.hidden_size * 4;
@@ -397,34 +318,13 @@ impl GpuExecutor {
         })
     }
 
-    /// Records `steps` into `enc`: one compute pass, or with `timestamps` one pass per step
-    /// with its start and end written to the query set.
-    fn encode(
-        &self,
-        enc: &mut wgpu::CommandEncoder,
-        steps: &[&bucket::Step],
-        timestamps: Option<&wgpu::QuerySet>,
-    ) -> Result<()> {
-        let Some(set) = timestamps else {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("forward"),
-                timestamp_writes: None,
-            });
-            return steps.iter().try_for_each(|s| self.dispatch(&mut pass, s));
-        };
-        for (i, s) in steps.iter().enumerate() {
-            let writes = wgpu::ComputePassTimestampWrites {
-                query_set: set,
-                beginning_of_pass_write_index: Some(2 * i as u32),
-                end_of_pass_write_index: Some(2 * i as u32 + 1),
-            };
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: None,
-                timestamp_writes: Some(writes),
-            });
-            self.dispatch(&mut pass, s)?;
-        }
-        Ok(())
+    /// Records `steps` into `enc` in one compute pass.
+    fn encode(&self, enc: &mut wgpu::CommandEncoder, steps: &[&bucket::Step]) -> Result<()> {
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("forward"),
+            timestamp_writes: None,
+        });
+        steps.iter().try_for_each(|s| self.dispatch(&mut pass, s))
     }
 
     fn dispatch(&self, pass: &mut wgpu::ComputePass, s: &bucket::Step) -> Result<()> {

@@ -78,6 +78,7 @@ pub struct ModelLoader {
     files: ModelFiles,
     budget: Option<u64>,
     gpu_dequantize: Option<bool>,
+    gpu_tune: Option<bool>,
 }
 
 #[wasm_bindgen]
@@ -89,6 +90,7 @@ impl ModelLoader {
             files: ModelFiles::new(origin),
             budget: None,
             gpu_dequantize: None,
+            gpu_tune: None,
         }
     }
 
@@ -116,6 +118,23 @@ impl ModelLoader {
             _ => {
                 return Err(JsError::new(&format!(
                     "gpuWeights must be 'packed' or 'dequantized', not `{kind}`"
+                )))
+            }
+        };
+        Ok(())
+    }
+
+    /// How WebGPU tiles its GEMMs: `timed` (each shape's candidate tilings timed on the device
+    /// the first time it runs; needs timestamp queries) or `rule`; by default timed on
+    /// hardware adapters that have timestamp queries.
+    #[wasm_bindgen(js_name = setGpuTilings)]
+    pub fn set_gpu_tilings(&mut self, kind: &str) -> Result<(), JsError> {
+        self.gpu_tune = match kind {
+            "timed" => Some(true),
+            "rule" => Some(false),
+            _ => {
+                return Err(JsError::new(&format!(
+                    "gpuTilings must be 'timed' or 'rule', not `{kind}`"
                 )))
             }
         };
@@ -150,6 +169,10 @@ impl ModelLoader {
             memory_budget: self.budget,
             gpu: crate::engine::GpuOptions {
                 dequantize: self.gpu_dequantize,
+                kernels: crate::engine::KernelOptions {
+                    tune: self.gpu_tune,
+                    ..crate::engine::KernelOptions::AUTO
+                },
                 ..crate::engine::GpuOptions::DEFAULT
             },
             ..Default::default()

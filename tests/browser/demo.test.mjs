@@ -613,6 +613,50 @@ test('WebGPU (SwiftShader): a long text reports its windows one by one, as on th
   }
 });
 
+test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says so; a bad value is a clear error', T, async () => {
+  const b = await launch();
+  try {
+    await b.page.goto(`${server.url}?device=cpu`);
+    const r = await b.page.evaluate(async () => {
+      const { pipeline } = await import('/pkg/webert.js');
+      const text = 'John Smith lives at 42 Elm Street, Springfield.';
+      const run = async (options) => {
+        try {
+          const t0 = performance.now();
+          const ner = await pipeline('ner', '/tiny/bert-gelu-tanh-f16/', options);
+          const t1 = performance.now();
+          const es = await ner(text, { aggregation_strategy: 'none' });
+          const t2 = performance.now();
+          const again = await ner(text.toUpperCase(), { aggregation_strategy: 'none' });
+          const ms = [t1 - t0, t2 - t1, performance.now() - t2].map(Math.round);
+          ner.dispose();
+          return { backend: es.backend, entities: es.map((e) => [e.entity, e.start, e.end, e.score]), again: again.backend, ms };
+        } catch (e) {
+          return { error: e.message };
+        }
+      };
+      const bad = await pipeline('ner', '/tiny/bert-gelu-tanh-f16/', { device: 'webgpu', gpuTilings: 'fast' }).then(() => null, (e) => e.message);
+      return { cpu: await run({ device: 'cpu' }), timed: await run({ device: 'webgpu', gpuTilings: 'timed' }), bad };
+    });
+    assert.match(r.bad, /gpuTilings must be 'timed' or 'rule', not `fast`/);
+    assert.equal(r.cpu.error, undefined, r.cpu.error);
+    // Load, first call, second call (ms): the first call of a shape includes its timing.
+    console.log(`# gpuTilings timed on SwiftShader: ${r.timed.error ?? `${r.timed.ms} ms, ${r.timed.backend}`}`);
+    if (r.timed.error) {
+      // An adapter without timestamp queries cannot time: the load says so.
+      assert.match(r.timed.error, /no timestamp queries to time GEMM tilings/);
+    } else {
+      assert.match(r.timed.backend, /^gpu .*timed GEMM tiles/);
+      assert.match(r.timed.again, /^gpu /);
+      assert.deepEqual(r.timed.entities.map((e) => e.slice(0, 3)), r.cpu.entities.map((e) => e.slice(0, 3)));
+      r.timed.entities.forEach((e, i) => assert.ok(Math.abs(e[3] - r.cpu.entities[i][3]) < 1e-3, `score ${i}`));
+    }
+    assert.deepEqual(b.logs.filter((l) => l.startsWith('[pageerror]')), []);
+  } finally {
+    await b.close();
+  }
+});
+
 test('auto on a GPU: a forced device loss falls back to the CPU and still answers; an async trap is survived', T, async () => {
   const c = golden('pii.json').cases.find((x) => x.name === 'names_email');
   const r = await page.evaluate(async (text) => {

@@ -43,6 +43,7 @@ export class Model {
     for (const f of files) loader.add(f.name, f.bytes);
     if (this.options.memoryBudget != null) loader.setMemoryBudget(this.options.memoryBudget);
     if (this.options.gpuWeights != null) loader.setGpuWeights(String(this.options.gpuWeights));
+    if (this.options.gpuTilings != null) loader.setGpuTilings(String(this.options.gpuTilings));
     files.length = 0;
     const device = this.options.device ?? 'auto';
     const allowFallback = !!this.options.allowFallbackAdapter;

@@ -59,6 +59,13 @@ export interface PipelineOptions {
    * Default: packed on hardware adapters, dequantized on software ones (SwiftShader).
    */
   gpuWeights?: 'packed' | 'dequantized';
+  /**
+   * How WebGPU tiles its matrix products: `'timed'` (the first call of each shape times every
+   * candidate tiling on the device, about a few hundred ms, and keeps the fastest; needs the
+   * adapter's `timestamp-query`) or `'rule'`. Default: timed on hardware adapters that offer
+   * timestamps, by rule elsewhere.
+   */
+  gpuTilings?: 'timed' | 'rule';
   /** Let `'auto'` use a fallback adapter (CPU-emulated, e.g. SwiftShader), which it otherwise skips as slower than the CPU path. */
   allowFallbackAdapter?: boolean;
   /** `false`: `'auto'` keeps WebGPU whenever it sets up, without timing it against the CPU (default true). */

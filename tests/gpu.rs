@@ -643,13 +643,12 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
     // MiniLM's four linear shapes, per distinct number of rows run.
     assert!(!timings.is_empty() && timings.len() % 4 == 0, "{timings:?}");
     for line in &timings {
-        // `128x384x1536 F32: gemm 64x64 0.0123, gemm 64x64 split-k 2 0.0150, …`: the rule's
-        // tiling first, then at least the other tile height, each with its GPU ms.
-        let (_, candidates) = line.split_once(": ").unwrap();
-        let ms: Vec<f64> = (candidates.split(", "))
-            .map(|c| c.rsplit(' ').next().unwrap().parse().unwrap())
-            .collect();
-        assert!(ms.len() >= 2 && ms.iter().all(|t| *t > 0.0), "{line}");
+        // `128x384x1536 F32: gemm 64x64 0.0123 ms x6, gemm 64x64 split-k 2 0.0150 ms x6, …`:
+        // the rule's tiling first, then at least the other tile height, each with its GPU ms
+        // per GEMM, run once on each of the shape's six weights (one a layer).
+        let timed = candidate_timings(line);
+        assert!(timed.len() >= 2, "{line}");
+        assert!(timed.iter().all(|&(ms, n)| ms > 0.0 && n == 6), "{line}");
     }
     let plans = gpu.gpu_gemm_plans(&encs);
     assert_eq!(plans.len(), 4, "{plans:?}");
@@ -664,8 +663,8 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
 }
 
 /// Timing GEMM tilings where timestamps are rounded to 0.1 ms, as browsers round them: each
-/// candidate repeats in its pass until the rounding is small against it (so per-run times
-/// are no longer multiples of the rounding), and the answers stay the CPU's.
+/// candidate repeats in its pass until the rounding is small against it, and the answers stay
+/// the CPU's.
 #[test]
 fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
     let kernels = KernelOptions {
@@ -685,16 +684,33 @@ fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
     let cpu = load(odd_model(), LoadOptions::cpu()).unwrap();
     assert_mlm_matches_cpu(&gpu, &cpu, "rounded timestamps");
     let timings = gpu.gpu_gemm_timings();
-    let ms: Vec<f64> = (timings.iter())
-        .flat_map(|line| line.split_once(": ").unwrap().1.split(", "))
-        .map(|c| c.rsplit(' ').next().unwrap().parse().unwrap())
-        .collect();
-    assert!(!ms.is_empty() && ms.iter().all(|t| *t > 0.0), "{timings:?}");
-    let off_grid = |t: &f64| ((t / 0.1).round() * 0.1 - t).abs() > 1e-6;
-    assert!(
-        ms.iter().any(off_grid),
-        "no candidate repeated: {timings:?}"
-    );
+    assert!(!timings.is_empty());
+    for line in &timings {
+        // Each shape's candidates repeat (beyond once per weight: 2 or 3 here) until the
+        // rule's pass lasts 20 rounding steps, or 512 times; the best of the later rounds may
+        // come in under that (a shared machine's noise), not under half.
+        let timed = candidate_timings(line);
+        let (rule_ms, reps) = timed[0];
+        assert!(
+            reps > 3 && (rule_ms * reps as f64 >= 1.0 || reps == 512),
+            "{line}"
+        );
+        assert!(timed.iter().all(|&(ms, n)| ms > 0.0 && n == reps), "{line}");
+    }
+}
+
+/// The GPU ms per GEMM and the GEMMs run of each candidate in a line of `gpu_gemm_timings`.
+fn candidate_timings(line: &str) -> Vec<(f64, usize)> {
+    let (_, candidates) = line.split_once(": ").unwrap();
+    (candidates.split(", "))
+        .map(|c| {
+            let words: Vec<&str> = c.split(' ').collect();
+            let [.., ms, "ms", reps] = words[..] else {
+                panic!("{line}");
+            };
+            (ms.parse().unwrap(), reps[1..].parse().unwrap())
+        })
+        .collect()
 }
 
 #[test]

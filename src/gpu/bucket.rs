@@ -218,10 +218,11 @@ struct GemmBuffers<'b> {
 }
 
 /// The candidate tilings' dispatches of the GEMMs being tuned: each (shape, tiling) owns a
-/// range of `steps`, the tiling's GEMM and, when split, its reduce pass.
+/// range of `steps` per weight of that shape, the tiling's GEMM and, when split, its reduce
+/// pass.
 pub struct TimingSteps {
     pub steps: Vec<Step>,
-    pub owners: Vec<(GemmKey, GemmPlan, std::ops::Range<usize>)>,
+    pub owners: Vec<(GemmKey, GemmPlan, Vec<std::ops::Range<usize>>)>,
 }
 
 pub struct Builder<'a> {
@@ -403,21 +404,31 @@ impl Builder<'_> {
         rec.push(Kernel::GemmReduce, reduce, &buffers, per_element(m * n));
     }
 
-    /// The dispatches that time every candidate tiling of each GEMM of `gemms` (`tune.rs`)
-    /// on operands of its own (the shape's real weights; zeros for activations). Shapes whose
-    /// operands, or whose rule's split sums, would not fit `max_binding` bytes are left out.
-    pub fn timing_steps(&self, gemms: &[GemmShape], max_binding: usize) -> Result<TimingSteps> {
+    /// The dispatches that time every candidate tiling of each shape of `shapes` (`tune.rs`):
+    /// each shape is given as all the GEMMs of a forward that have it, and each candidate gets
+    /// one dispatch (two, split) per GEMM's weights (up to `MAX_SOURCES`), so that timing can
+    /// cycle through weights the cache has not just read, as a forward does. Activations are
+    /// zeros of the shape's own. Shapes whose operands, or whose rule's split sums, would not
+    /// fit `max_binding` bytes are left out.
+    pub fn timing_steps(
+        &self,
+        shapes: &[Vec<GemmShape>],
+        max_binding: usize,
+    ) -> Result<TimingSteps> {
+        const MAX_SOURCES: usize = 16;
         let d = self.device;
         let fits = |bytes: usize| bytes <= max_binding;
         let mut todo = Vec::new();
-        for g in gemms {
-            let key = g.key();
+        for gemms in shapes {
+            let Some(key) = gemms.first().map(GemmShape::key) else {
+                continue;
+            };
             let (m, n, k) = (key.m, key.n, key.k);
             let mut plans = tune::candidates(self.choice, key);
             plans.retain(|p| p.split_k == 1 || fits(p.split_k as usize * m * n * 4));
             let rule = GemmPlan::choose(self.choice, m, n, k, key.weights);
             if plans.first() == Some(&rule) && fits(m * k * 4) && fits(m * n * 4) {
-                todo.push((g, key, plans));
+                todo.push((&gemms[..gemms.len().min(MAX_SOURCES)], key, plans));
             }
         }
         let scratch = (todo.iter().flat_map(|(_, key, plans)| {
@@ -433,29 +444,34 @@ impl Builder<'_> {
             scratch: scratch.map(|b| storage(d, "split_k", b)),
         };
         let mut owners = Vec::new();
-        for (g, key, plans) in todo {
+        for (gemms, key, plans) in todo {
             let (m, n, k) = (key.m, key.n, key.k);
             let x = storage(d, "tune_x", m * k * 4);
             let out = storage(d, "tune_out", m * n * 4);
             let meta = (key.weights == GemmWeights::Q8Int).then(|| storage(d, "tune_meta", m * 16));
-            let weight = &self.weights[g.linear.weight.0];
-            let c = &weight.chunks[g.chunk];
-            let mut params = gemm_params(m, c, &g.linear, Activation::None, false, weight.block);
-            (params.has_bias, params.ldo, params.col_off) = (0, n as u32, 0);
             for plan in plans {
-                let start = rec.steps.len();
-                let mut extra: Vec<&wgpu::Buffer> = c.aux.iter().collect();
-                extra.extend(meta.as_ref());
-                let buffers = GemmBuffers {
-                    x: &x,
-                    w: &c.buffer,
-                    bias: self.dummy,
-                    residual: self.dummy,
-                    out: &out,
-                    extra,
-                };
-                self.push_gemm(&mut rec, plan, params, buffers);
-                owners.push((key, plan, start..rec.steps.len()));
+                let mut ranges = Vec::with_capacity(gemms.len());
+                for g in gemms {
+                    let weight = &self.weights[g.linear.weight.0];
+                    let c = &weight.chunks[g.chunk];
+                    let mut params =
+                        gemm_params(m, c, &g.linear, Activation::None, false, weight.block);
+                    (params.has_bias, params.ldo, params.col_off) = (0, n as u32, 0);
+                    let mut extra: Vec<&wgpu::Buffer> = c.aux.iter().collect();
+                    extra.extend(meta.as_ref());
+                    let buffers = GemmBuffers {
+                        x: &x,
+                        w: &c.buffer,
+                        bias: self.dummy,
+                        residual: self.dummy,
+                        out: &out,
+                        extra,
+                    };
+                    let start = rec.steps.len();
+                    self.push_gemm(&mut rec, plan, params, buffers);
+                    ranges.push(start..rec.steps.len());
+                }
+                owners.push((key, plan, ranges));
             }
         }
         Ok(TimingSteps {

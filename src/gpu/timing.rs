@@ -11,6 +11,9 @@ use crate::error::Result;
 const MAX_TIMED: usize = 2048;
 /// Repetitions of one candidate in its pass at most, where timestamps are coarse.
 const MAX_REPS: usize = 512;
+/// A candidate tiling, its GPU ms per GEMM, and how many GEMMs its pass ran.
+type Timed = (GemmPlan, f64, usize);
+
 /// Where timestamps are rounded (browsers), a candidate's pass repeats its dispatches until it
 /// lasts this many rounding steps, so the rounding costs it at most 1/20 of its time.
 const STEPS_PER_PASS: f64 = 20.0;
@@ -106,15 +109,20 @@ impl GpuExecutor {
         }
         let adapter = self.ctx.identity();
         let choice = self.ctx.choice;
-        let mut todo: Vec<GemmShape> = Vec::new();
+        // Each shape not timed yet, with every GEMM of the forward that has it.
+        let mut todo: Vec<Vec<GemmShape>> = Vec::new();
         for g in self.builder().gemms(dims) {
             let key = g.key();
-            if self.tuned.contains_key(&key) || todo.iter().any(|t| t.key() == key) {
+            if self.tuned.contains_key(&key) {
+                continue;
+            }
+            if let Some(same) = todo.iter_mut().find(|t| t[0].key() == key) {
+                same.push(g);
                 continue;
             }
             match tune::cached(&adapter, &choice, key) {
                 Some(t) => _ = self.tuned.insert(key, t),
-                None => todo.push(g),
+                None => todo.push(vec![g]),
             }
         }
         if todo.is_empty() {
@@ -132,10 +140,11 @@ impl GpuExecutor {
             return Ok(());
         }
         for (key, timed) in timed? {
-            let line = (timed.iter()).map(|(p, ms)| format!("{} {ms:.4}", p.describe()));
+            let line = (timed.iter()).map(|(p, ms, n)| format!("{} {ms:.4} ms x{n}", p.describe()));
             let (m, n, k, w) = (key.m, key.n, key.k, key.weights);
             let line = format!("{m}x{n}x{k} {w:?}: {}", line.collect::<Vec<_>>().join(", "));
             self.timings.push(line);
+            let timed: Vec<(GemmPlan, f64)> = timed.iter().map(|t| (t.0, t.1)).collect();
             if let Some(t) = tune::pick(&timed) {
                 self.tuned.insert(key, t);
                 tune::remember(&adapter, &choice, key, t);
@@ -144,23 +153,22 @@ impl GpuExecutor {
         Ok(())
     }
 
-    /// Each shape of `todo` with its candidate tilings' GPU ms per run, the rule's first: a
-    /// warm-up round, then the faster of two. Where timestamps are rounded, each shape's
-    /// candidates first get a repetition count that makes the rule's pass last
-    /// `STEPS_PER_PASS` rounding steps.
-    async fn time_tilings(
-        &self,
-        todo: &[GemmShape],
-    ) -> Result<Vec<(GemmKey, Vec<(GemmPlan, f64)>)>> {
+    /// Each shape of `todo` with its candidate tilings' GPU ms per GEMM, the rule's first: a
+    /// warm-up round, then the faster of two. A candidate's pass runs it once on each of its
+    /// shape's weights in turn (cold, as in a forward); where timestamps are rounded, each
+    /// shape's candidates first get a repetition count (cycling through the weights) that makes
+    /// the rule's pass last `STEPS_PER_PASS` rounding steps.
+    async fn time_tilings(&self, todo: &[Vec<GemmShape>]) -> Result<Vec<(GemmKey, Vec<Timed>)>> {
         let max = self.ctx.max_binding() as usize;
         let timing = self.builder().timing_steps(todo, max)?;
         let owners = &timing.owners;
         let passes = |reps: &[usize], which: &dyn Fn(usize) -> bool| -> Vec<Vec<&Step>> {
             (owners.iter().enumerate())
                 .filter(|(i, _)| which(*i))
-                .map(|(i, (_, _, range))| {
-                    let steps = &timing.steps[range.clone()];
-                    std::iter::repeat_n(steps, reps[i]).flatten().collect()
+                .map(|(i, (_, _, sources))| {
+                    let runs =
+                        (0..reps[i]).map(|j| &timing.steps[sources[j % sources.len()].clone()]);
+                    runs.flatten().collect()
                 })
                 .collect()
         };
@@ -168,12 +176,14 @@ impl GpuExecutor {
         let rules: Vec<usize> = (0..owners.len())
             .filter(|&i| i == 0 || owners[i - 1].0 != owners[i].0)
             .collect();
-        let mut reps = vec![1; owners.len()];
-        let warm = self.time_passes(&passes(&reps, &|_| true)).await?;
+        let mut reps: Vec<usize> = owners.iter().map(|o| o.2.len()).collect();
+        // The first use of each pipeline and buffer is slow: a warm-up round, not timed.
+        self.time_passes(&passes(&reps, &|_| true)).await?;
         let quantum = self.timestamp_quantum_ms();
         if quantum > 0.0 {
             let target = STEPS_PER_PASS * quantum;
-            let mut rule_ms: Vec<f64> = rules.iter().map(|&r| warm[r]).collect();
+            let rule = |i: usize| rules.contains(&i);
+            let mut rule_ms = self.time_passes(&passes(&reps, &rule)).await?;
             for _ in 0..3 {
                 let mut again = false;
                 for (&r, &ms) in rules.iter().zip(&rule_ms) {
@@ -181,7 +191,9 @@ impl GpuExecutor {
                         continue;
                     }
                     let per_run = ms.max(quantum) / reps[r] as f64;
-                    let n = ((target / per_run).ceil() as usize).clamp(reps[r] + 1, MAX_REPS);
+                    // A quarter more than the estimate, against the next round's noise.
+                    let n =
+                        ((1.25 * target / per_run).ceil() as usize).clamp(reps[r] + 1, MAX_REPS);
                     for (i, o) in owners.iter().enumerate() {
                         if o.0 == owners[r].0 {
                             reps[i] = n;
@@ -204,11 +216,12 @@ impl GpuExecutor {
                 *b = b.min(ms / *n as f64);
             }
         }
-        let mut out: Vec<(GemmKey, Vec<(GemmPlan, f64)>)> = Vec::new();
-        for ((key, plan, _), ms) in owners.iter().zip(best) {
+        let mut out: Vec<(GemmKey, Vec<Timed>)> = Vec::new();
+        for (((key, plan, _), ms), reps) in owners.iter().zip(best).zip(reps) {
+            let t = (*plan, ms, reps);
             match out.last_mut() {
-                Some((k, v)) if k == key => v.push((*plan, ms)),
-                _ => out.push((*key, vec![(*plan, ms)])),
+                Some((k, v)) if k == key => v.push(t),
+                _ => out.push((*key, vec![t])),
             }
         }
         Ok(out)

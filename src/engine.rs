@@ -407,6 +407,14 @@ impl Engine {
         }
     }
 
+    /// Makes the GPU device refuse the timing of GEMM tilings, as a driver might.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn refuse_gpu_timing_for_test(&self) {
+        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            g.exec.refuse_timing_for_test();
+        }
+    }
+
     /// Makes the next forward pass panic, as a bug inside a call would (tests of the recovery
     /// from a trapped WebAssembly instance).
     #[cfg(any(test, feature = "test-hooks"))]

@@ -699,6 +699,40 @@ fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
     }
 }
 
+/// A device that refuses the timing of GEMM tilings (caught by an error scope) leaves the
+/// tilings to the rule and stays in use: the call answers on the GPU, as the CPU does, and so
+/// do later ones.
+#[test]
+fn a_refused_timing_falls_back_to_the_rule_and_keeps_the_gpu() {
+    let kernels = KernelOptions {
+        tune: Some(true),
+        ..KernelOptions::AUTO
+    };
+    let gpu = match load(odd_model(), on_gpu(GpuOptions { kernels, ..F32 })) {
+        Err(e) if e.to_string().contains("no timestamp queries") => {
+            return eprintln!("skipping: {e}");
+        }
+        e => match usable(e) {
+            Some(gpu) => gpu,
+            None => return,
+        },
+    };
+    gpu.refuse_gpu_timing_for_test();
+    let cpu = load(odd_model(), LoadOptions::cpu()).unwrap();
+    assert_mlm_matches_cpu(&gpu, &cpu, "timing refused");
+    let timings = gpu.gpu_gemm_timings();
+    assert_eq!(timings.len(), 1, "{timings:?}");
+    assert!(timings[0].starts_with("timing GEMM tilings failed, tilings by rule from now: "));
+    assert!(timings[0].contains("dispatch group size"), "{}", timings[0]);
+    let encs = vec![gpu.encode("Short", None, None).unwrap()];
+    assert!(gpu
+        .gpu_gemm_plans(&encs)
+        .iter()
+        .all(|p| !p.contains("timed")));
+    assert!(gpu.gpu_failure().is_none(), "{:?}", gpu.gpu_failure());
+    assert!(gpu.backend().starts_with("gpu"), "{}", gpu.backend());
+}
+
 /// The GPU ms per GEMM and the GEMMs run of each candidate in a line of `gpu_gemm_timings`.
 fn candidate_timings(line: &str) -> Vec<(f64, usize)> {
     let (_, candidates) = line.split_once(": ").unwrap();

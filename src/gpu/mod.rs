@@ -46,6 +46,9 @@ pub struct GpuExecutor {
     /// Timestamps rounded down to multiples of this many ms, as browsers round them (tests).
     #[cfg(any(test, feature = "test-hooks"))]
     timestamp_quantum_ms: Option<f64>,
+    /// Timing GEMM tilings records a dispatch the device refuses (tests of the fallback).
+    #[cfg(any(test, feature = "test-hooks"))]
+    refuse_timing: bool,
     /// Submissions to let through before the device is destroyed with one in flight (tests).
     #[cfg(any(test, feature = "test-hooks"))]
     lose_after: std::sync::atomic::AtomicUsize,
@@ -86,6 +89,8 @@ impl GpuExecutor {
             tuning_failed: false,
             #[cfg(any(test, feature = "test-hooks"))]
             timestamp_quantum_ms: None,
+            #[cfg(any(test, feature = "test-hooks"))]
+            refuse_timing: false,
             #[cfg(any(test, feature = "test-hooks"))]
             lose_after: std::sync::atomic::AtomicUsize::new(usize::MAX),
         })

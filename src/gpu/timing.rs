@@ -53,6 +53,15 @@ impl GpuExecutor {
                     timestamp_writes: Some(writes),
                 });
                 steps.iter().try_for_each(|s| self.dispatch(&mut pass, s))?;
+                #[cfg(any(test, feature = "test-hooks"))]
+                if self.refuse_timing {
+                    if let Some(s) = steps.first() {
+                        let too_many = d.limits().max_compute_workgroups_per_dimension + 1;
+                        pass.set_pipeline(self.pipelines.get(s.kernel)?);
+                        pass.set_bind_group(0, &s.bind_group, &[]);
+                        pass.dispatch_workgroups(too_many, 1, 1);
+                    }
+                }
             }
             enc.resolve_query_set(&set, 0..n, &resolve, 0);
             enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, n as u64 * 8);
@@ -100,6 +109,12 @@ impl GpuExecutor {
         self.timestamp_quantum_ms = Some(ms);
     }
 
+    /// Makes the device refuse the next timing of GEMM tilings (a dispatch over its limits).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn refuse_timing_for_test(&mut self) {
+        self.refuse_timing = true;
+    }
+
     /// Times the candidate tilings of the GEMMs of a forward of `dims` whose shapes have none
     /// yet (`tune.rs`) and keeps the fastest. Should the device refuse any of it, tilings go
     /// by rule from then on and the forward goes on.
@@ -135,7 +150,13 @@ impl GpuExecutor {
         let refused = invalid.pop().await.or(out_of_memory.pop().await);
         if let Some(e) = refused {
             self.tuning_failed = true;
-            let line = format!("timing GEMM tilings failed, tilings by rule from now: {e}");
+            // wgpu's description runs over several lines ("Caused by: …"): one line here.
+            let why = e
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let line = format!("timing GEMM tilings failed, tilings by rule from now: {why}");
             self.timings.push(line);
             return Ok(());
         }

@@ -1,10 +1,11 @@
-// In-place LayerNorm of each row: one workgroup per row; the reductions come from
-// common.wgsl or, with subgroups, common_subgroup.wgsl.
+// In-place LayerNorm of each row: one workgroup of WG invocations per row; the reductions come
+// from common.wgsl, with subgroups common_subgroup.wgsl, or on CPU-emulated adapters
+// common_lanes.wgsl (four invocations reading consecutive words).
 @group(0) @binding(1) var<storage, read> gamma: array<f32>;
 @group(0) @binding(2) var<storage, read> beta: array<f32>;
 @group(0) @binding(3) var<storage, read_write> x: array<f32>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, l: Lanes) {
     let t = l.t;
     let row = row_index(wg);

@@ -9,6 +9,7 @@ use crate::error::{Error, GpuErrorKind, Result};
 
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const COMMON_SUBGROUP: &str = include_str!("../../shaders/common_subgroup.wgsl");
+const COMMON_LANES: &str = include_str!("../../shaders/common_lanes.wgsl");
 const ACTIVATION: &str = include_str!("../../shaders/activation.wgsl");
 const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
 const GEMM_OUT: &str = include_str!("../../shaders/gemm_out.wgsl");
@@ -257,8 +258,8 @@ impl Kernel {
             ),
             Kernel::LayerNorm => (&[common], include_str!("../../shaders/layer_norm.wgsl")),
             Kernel::LayerNormLanes => (
-                &[COMMON],
-                include_str!("../../shaders/layer_norm_lanes.wgsl"),
+                &[COMMON_LANES],
+                include_str!("../../shaders/layer_norm.wgsl"),
             ),
             Kernel::Attention => (
                 &[ATTENTION_IO],

@@ -600,6 +600,23 @@ fn kernel_variants_match_cpu() {
     }
 }
 
+/// A GPU engine of `files` with its GEMM tilings timed (forced: lavapipe, a software adapter,
+/// keeps the rule by default); `None`, saying why, where the adapter has no timestamp queries
+/// or there is no GPU and none is required.
+fn timed_gpu(files: ModelFiles) -> Option<Engine> {
+    let kernels = KernelOptions {
+        tune: Some(true),
+        ..KernelOptions::AUTO
+    };
+    match load(files, on_gpu(GpuOptions { kernels, ..F32 })) {
+        Err(e) if e.to_string().contains("no timestamp queries") => {
+            eprintln!("skipping: {e}");
+            None
+        }
+        e => usable(e),
+    }
+}
+
 /// GEMM tilings chosen by timing (forced on here; by default only hardware adapters time
 /// them): the same hidden states as the CPU, every GEMM's tiling reported as timed, and a
 /// second model of the same shapes on the same adapter reusing the timings instead of
@@ -610,19 +627,8 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
     let g = golden("minilm.json");
     let mut inputs = untruncated_inputs(&g);
     inputs.retain(|(text, _)| text.len() < 200);
-    let kernels = KernelOptions {
-        tune: Some(true),
-        ..KernelOptions::AUTO
-    };
-    let options = || on_gpu(GpuOptions { kernels, ..F32 });
-    let gpu = match load(ModelFiles::from_dir(&dir).unwrap(), options()) {
-        Err(e) if e.to_string().contains("no timestamp queries") => {
-            return eprintln!("skipping: {e}");
-        }
-        e => match usable(e) {
-            Some(gpu) => gpu,
-            None => return,
-        },
+    let Some(gpu) = timed_gpu(ModelFiles::from_dir(&dir).unwrap()) else {
+        return;
     };
     assert!(
         gpu.backend().contains("timed GEMM tiles"),
@@ -653,7 +659,7 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
     let plans = gpu.gpu_gemm_plans(&encs);
     assert_eq!(plans.len(), 4, "{plans:?}");
     assert!(plans.iter().all(|p| p.contains(", timed ")), "{plans:?}");
-    let again = load(ModelFiles::from_dir(&dir).unwrap(), options()).unwrap();
+    let again = timed_gpu(ModelFiles::from_dir(&dir).unwrap()).unwrap();
     let first = block_on(embed::hidden_states(&again, &inputs, None)).unwrap();
     assert_close("timed again", &first[0].concat(), &want[0].concat(), 1e-3);
     block_on(again.run(&encs, Want::Hidden, &[])).unwrap();
@@ -667,18 +673,8 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
 /// the CPU's.
 #[test]
 fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
-    let kernels = KernelOptions {
-        tune: Some(true),
-        ..KernelOptions::AUTO
-    };
-    let gpu = match load(odd_model(), on_gpu(GpuOptions { kernels, ..F32 })) {
-        Err(e) if e.to_string().contains("no timestamp queries") => {
-            return eprintln!("skipping: {e}");
-        }
-        e => match usable(e) {
-            Some(gpu) => gpu,
-            None => return,
-        },
+    let Some(gpu) = timed_gpu(odd_model()) else {
+        return;
     };
     gpu.round_gpu_timestamps_for_test(0.1);
     let cpu = load(odd_model(), LoadOptions::cpu()).unwrap();
@@ -704,18 +700,8 @@ fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
 /// do later ones.
 #[test]
 fn a_refused_timing_falls_back_to_the_rule_and_keeps_the_gpu() {
-    let kernels = KernelOptions {
-        tune: Some(true),
-        ..KernelOptions::AUTO
-    };
-    let gpu = match load(odd_model(), on_gpu(GpuOptions { kernels, ..F32 })) {
-        Err(e) if e.to_string().contains("no timestamp queries") => {
-            return eprintln!("skipping: {e}");
-        }
-        e => match usable(e) {
-            Some(gpu) => gpu,
-            None => return,
-        },
+    let Some(gpu) = timed_gpu(odd_model()) else {
+        return;
     };
     gpu.refuse_gpu_timing_for_test();
     let cpu = load(odd_model(), LoadOptions::cpu()).unwrap();

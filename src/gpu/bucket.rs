@@ -425,8 +425,9 @@ impl Builder<'_> {
             };
             let (m, n, k) = (key.m, key.n, key.k);
             let mut plans = tune::candidates(self.choice, key);
+            let rule = plans[0];
             plans.retain(|p| p.split_k == 1 || fits(p.split_k as usize * m * n * 4));
-            let rule = GemmPlan::choose(self.choice, m, n, k, key.weights);
+            // The rule's tiling must stay first: the others are measured against it.
             if plans.first() == Some(&rule) && fits(m * k * 4) && fits(m * n * 4) {
                 todo.push((&gemms[..gemms.len().min(MAX_SOURCES)], key, plans));
             }

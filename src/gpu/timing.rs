@@ -23,7 +23,6 @@ impl GpuExecutor {
     pub(super) async fn time_passes(&self, passes: &[Vec<&Step>]) -> Result<Vec<f64>> {
         let d = &self.ctx.device;
         let period_ms = self.ctx.queue.get_timestamp_period() as f64 * 1e-6;
-        let quantum = self.timestamp_quantum_ms();
         let mut out = Vec::with_capacity(passes.len());
         for part in passes.chunks(MAX_TIMED) {
             let n = (2 * part.len()) as u32;
@@ -73,7 +72,12 @@ impl GpuExecutor {
                 .collect::<Vec<_>>();
             out.extend(ticks.chunks_exact(2).map(|t| {
                 let ms = t[1].saturating_sub(t[0]) as f64 * period_ms;
-                self.quantize(ms, quantum)
+                // Tests round native timestamps as a browser does.
+                #[cfg(any(test, feature = "test-hooks"))]
+                if let Some(q) = self.timestamp_quantum_ms {
+                    return (ms / q).floor() * q;
+                }
+                ms
             }));
         }
         Ok(out)
@@ -91,15 +95,6 @@ impl GpuExecutor {
         } else {
             0.0
         }
-    }
-
-    /// `ms` as a browser reports it (tests round native timestamps the same way).
-    fn quantize(&self, ms: f64, _quantum: f64) -> f64 {
-        #[cfg(any(test, feature = "test-hooks"))]
-        if self.timestamp_quantum_ms.is_some() && _quantum > 0.0 {
-            return (ms / _quantum).floor() * _quantum;
-        }
-        ms
     }
 
     /// Rounds timestamps down to multiples of `ms`, as browsers do: timing then repeats each

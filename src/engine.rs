@@ -5,6 +5,12 @@ use crate::cpu::{kernels, pool, CpuExecutor};
 use crate::error::{Error, GpuErrorKind, Result};
 use crate::exec::{Batch, Output};
 pub use crate::exec::{Quantized, Want};
+#[cfg(feature = "test-hooks")]
+pub use crate::gpu::forget_tilings_for_test as forget_gpu_tilings_for_test;
+pub use crate::gpu::{
+    export_tilings as export_gpu_tilings, import_tilings as import_gpu_tilings,
+    tilings_timed as gpu_tilings_timed,
+};
 use crate::gpu::{GpuContext, GpuExecutor};
 pub use crate::gpu::{GpuOptions, KernelOptions, TileChoice, WeightBytes};
 use crate::model::{

@@ -9,6 +9,7 @@ use common::*;
 use pollster::block_on;
 use std::path::Path;
 use webert::engine::{
+    export_gpu_tilings, forget_gpu_tilings_for_test, gpu_tilings_timed, import_gpu_tilings,
     AutoOptions, Device, Engine, GpuOptions, KernelOptions, LoadOptions, TileChoice, Want,
 };
 use webert::model::{ModelFiles, Tensor, Weights};
@@ -717,6 +718,49 @@ fn a_refused_timing_falls_back_to_the_rule_and_keeps_the_gpu() {
         .all(|p| !p.contains("timed")));
     assert!(gpu.gpu_failure().is_none(), "{:?}", gpu.gpu_failure());
     assert!(gpu.backend().starts_with("gpu"), "{}", gpu.backend());
+}
+
+/// Timed tilings saved as JSON and read back by a new process (here: this process's tilings
+/// of the model's shapes forgotten) are restored instead of timed again and give the CPU's
+/// answers; a saved tiling the device would not time now (other shaders) is timed again.
+#[test]
+fn saved_tilings_are_restored_instead_of_timed_again() {
+    // Hidden size 42: shapes no other test times, so their tilings are this test's own.
+    let model = || odd_model_sized(42, 3);
+    let Some(gpu) = timed_gpu(model()) else {
+        return;
+    };
+    let cpu = load(model(), LoadOptions::cpu()).unwrap();
+    let before = gpu_tilings_timed();
+    assert_mlm_matches_cpu(&gpu, &cpu, "timed");
+    let timed = gpu.gpu_gemm_timings();
+    assert!(!timed.is_empty());
+    assert!(gpu_tilings_timed() >= before + timed.len() as u64);
+    let mut all: serde_json::Value = serde_json::from_str(&export_gpu_tilings()).unwrap();
+    let rows = all["rows"].as_array_mut().unwrap();
+    rows.retain(|r| r["shape"][1] == 42 || r["shape"][2] == 42);
+    assert_eq!(rows.len(), timed.len(), "{rows:?} against {timed:?}");
+    let saved = all.to_string();
+
+    forget_gpu_tilings_for_test(&saved).unwrap();
+    assert_eq!(import_gpu_tilings(&saved).unwrap(), timed.len());
+    let again = timed_gpu(model()).unwrap();
+    assert_mlm_matches_cpu(&again, &cpu, "restored");
+    assert!(again.gpu_gemm_timings().is_empty(), "timed again");
+    let encs = vec![again.encode("Short", None, None).unwrap()];
+    let plans = again.gpu_gemm_plans(&encs);
+    assert!(plans.iter().all(|p| p.contains(" (saved)")), "{plans:?}");
+
+    forget_gpu_tilings_for_test(&saved).unwrap();
+    all["rows"][0]["shaders"] = "0000000000000000".into();
+    let shape = all["rows"][0]["shape"].clone();
+    import_gpu_tilings(&all.to_string()).unwrap();
+    let third = timed_gpu(model()).unwrap();
+    assert_mlm_matches_cpu(&third, &cpu, "one shape timed again");
+    let timed = third.gpu_gemm_timings();
+    let (m, n, k) = (&shape[0], &shape[1], &shape[2]);
+    assert_eq!(timed.len(), 1, "{timed:?}");
+    assert!(timed[0].starts_with(&format!("{m}x{n}x{k} ")), "{timed:?}");
 }
 
 /// The GPU ms per GEMM and the GEMMs run of each candidate in a line of `gpu_gemm_timings`.

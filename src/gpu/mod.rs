@@ -8,6 +8,7 @@ mod packed;
 mod params;
 mod pipelines;
 mod readback;
+mod saved;
 mod timing;
 mod tune;
 mod weights;
@@ -21,6 +22,16 @@ use pipelines::Pipelines;
 use std::collections::HashMap;
 use std::sync::Arc;
 pub use weights::WeightBytes;
+
+#[cfg(any(test, feature = "test-hooks"))]
+pub use saved::forget_for_test as forget_tilings_for_test;
+/// Timed GEMM tilings kept between processes: [`export_tilings`] gives every tiling this
+/// process timed as JSON to store; [`import_tilings`] reads such a text back before loading,
+/// and shapes it covers are then not timed again (where the adapter, kernel choice and
+/// shaders are still the same). [`tilings_timed`] counts the tilings timed so far: when it
+/// changes, there is something new to store.
+pub use saved::{export as export_tilings, import as import_tilings};
+pub use tune::timed_count as tilings_timed;
 
 /// Longest sequence the attention shader handles (its workgroup score buffer).
 const MAX_SEQ: usize = 512;

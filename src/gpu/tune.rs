@@ -7,7 +7,9 @@
 
 use super::context::KernelChoice;
 use super::pipelines::{GemmPlan, GemmWeights, Kernel, MIN_SPLIT_K};
+use super::saved;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 /// A GEMM shape as tuned: rows rounded up to a power of two (at least 16, a multiple of every
@@ -39,12 +41,18 @@ pub struct Tuned {
     pub ms: f64,
     pub rule: GemmPlan,
     pub rule_ms: f64,
+    /// Timed by an earlier process and restored from its saved tilings (`saved.rs`).
+    pub saved: bool,
 }
 
 impl Tuned {
-    /// `timed 0.031 ms, rule 0.052 ms`, for `bench`.
+    /// `timed 0.031 ms, rule 0.052 ms` (`timed 0.031 ms (saved), …` when restored), for `bench`.
     pub fn describe(&self) -> String {
-        format!("timed {:.4} ms, rule {:.4} ms", self.ms, self.rule_ms)
+        let saved = if self.saved { " (saved)" } else { "" };
+        format!(
+            "timed {:.4} ms{saved}, rule {:.4} ms",
+            self.ms, self.rule_ms
+        )
     }
 }
 
@@ -101,22 +109,55 @@ pub fn pick(timed: &[(GemmPlan, f64)]) -> Option<Tuned> {
         ms,
         rule,
         rule_ms,
+        saved: false,
     })
 }
 
-type CacheKey = (String, KernelChoice, GemmKey);
+pub type CacheKey = (String, KernelChoice, GemmKey);
 
-/// Tilings timed so far in this process, by adapter identity, kernel choice and shape.
+/// Tilings timed so far in this process (or restored from saved ones), by adapter identity,
+/// kernel choice and shape.
 static CACHE: LazyLock<Mutex<HashMap<CacheKey, Tuned>>> = LazyLock::new(Default::default);
+/// How many tilings this process has timed: what to save changes when this does.
+static TIMED: AtomicU64 = AtomicU64::new(0);
 
+/// The tiling of `key` timed in this process, or else a valid saved one (then kept here).
 pub fn cached(adapter: &str, choice: &KernelChoice, key: GemmKey) -> Option<Tuned> {
-    let cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    cache.get(&(adapter.to_string(), *choice, key)).copied()
+    let id = (adapter.to_string(), *choice, key);
+    if let Some(t) = lock().get(&id) {
+        return Some(*t);
+    }
+    let restored = saved::restore(adapter, choice, key)?;
+    lock().insert(id, restored);
+    Some(restored)
 }
 
 pub fn remember(adapter: &str, choice: &KernelChoice, key: GemmKey, tuned: Tuned) {
-    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    cache.insert((adapter.to_string(), *choice, key), tuned);
+    lock().insert((adapter.to_string(), *choice, key), tuned);
+    TIMED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Every tiling this process knows, timed or restored.
+pub fn all() -> Vec<(CacheKey, Tuned)> {
+    lock().iter().map(|(k, t)| (k.clone(), *t)).collect()
+}
+
+/// The number of tilings timed in this process so far.
+pub fn timed_count() -> u64 {
+    TIMED.load(Ordering::Relaxed)
+}
+
+/// Forgets the tilings of `keys` in this process, as a new process would not know them.
+#[cfg(any(test, feature = "test-hooks"))]
+pub fn forget(keys: &[CacheKey]) {
+    let mut cache = lock();
+    for k in keys {
+        cache.remove(k);
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, HashMap<CacheKey, Tuned>> {
+    CACHE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

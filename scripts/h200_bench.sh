@@ -78,6 +78,15 @@ if (( SECONDS - start <= 400 )); then
   WEBERT_GPU_Q8=float timeout 60 "$B" bench --model "$tok" --shape bert-base --quant q8 --backend gpu \
     --batch 1 --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
 fi
+# Tilings saved by one run and restored by the next (WEBERT_GPU_TILINGS): first_ms without timing.
+if (( SECONDS - start <= 420 )); then
+  rm -f /tmp/h200_tilings.json
+  for run in timed restored; do
+    echo "== webert bert-base batch 1 seq 128 f16-compute, tilings $run"
+    WEBERT_GPU_F16=compute WEBERT_GPU_COOP=0 WEBERT_GPU_TILINGS=/tmp/h200_tilings.json timeout 60 "$B" bench \
+      --model "$tok" --shape bert-base --backend gpu --batch 1 --seq-len 128 --runs 10 --warmup 2 2>&1 | tail -3
+  done
+fi
 echo "== webert done after $((SECONDS - start)) s"
 echo "== PyTorch"
 PYTHONUNBUFFERED=1 timeout $((500 - (SECONDS - start))) python3 scripts/torch_bert_bench.py

@@ -44,6 +44,7 @@ mod cli {
                       reductions, cooperative-matrix GEMMs, the kernels for CPU-emulated adapters), WEBERT_GPU_TILE (auto, 64, 16, 64:4 \
                       for 64-row tiles with the reduction split in 4), WEBERT_GPU_TUNE (1: GEMM tiles chosen by timing \
                       each shape's candidates on the device; 0: by rule; unset: timed on hardware adapters), \
+                      WEBERT_GPU_TILINGS (a file: tilings timed by an earlier run are read from it, new ones saved to it), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
                       WEBERT_GPU_WEIGHTS (packed: q4/q8 weights stay packed on the GPU; dequant; unset: packed on hardware adapters), \
                       WEBERT_GPU_Q8 (int: integer dot products; float), \
@@ -404,7 +405,59 @@ mod cli {
             Some(n) => webert::cpu::pool::set_threads(n),
             None => webert::cpu::pool::set_threads(cores),
         }
-        match cli.cmd {
+        let tilings = std::env::var_os("WEBERT_GPU_TILINGS").filter(|v| !v.is_empty());
+        if let Some(path) = &tilings {
+            restore_tilings(path.as_ref());
+        }
+        let result = command(cli.cmd).await;
+        if let Some(path) = &tilings {
+            save_tilings(path.as_ref());
+        }
+        result
+    }
+
+    /// Reads GEMM tilings timed by an earlier run (`WEBERT_GPU_TILINGS`); a missing file is a
+    /// first run, an unreadable one is timed anew.
+    fn restore_tilings(path: &std::path::Path) {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                return eprintln!(
+                    "webert: {}: {e}; GPU tilings are timed anew",
+                    path.display()
+                )
+            }
+        };
+        if let Err(e) = webert::engine::import_gpu_tilings(&text) {
+            eprintln!(
+                "webert: {}: {e}; GPU tilings are timed anew",
+                path.display()
+            );
+        }
+    }
+
+    /// Keeps the GEMM tilings this run timed, with those it read, for the next run.
+    fn save_tilings(path: &std::path::Path) {
+        if webert::engine::gpu_tilings_timed() == 0 {
+            return;
+        }
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            // Written whole, then renamed over the old file: never a half-written file.
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, webert::engine::export_gpu_tilings())?;
+            std::fs::rename(&tmp, path)
+        };
+        if let Err(e) = write() {
+            eprintln!("webert: {}: GPU tilings not saved: {e}", path.display());
+        }
+    }
+
+    async fn command(cmd: Cmd) -> Result<()> {
+        match cmd {
             Cmd::Embed(a) => embed(a).await,
             Cmd::Classify(a) => classify(a).await,
             Cmd::Ner(a) => ner(a).await,

@@ -278,7 +278,8 @@ mod tests {
         timed(a, key, split(2));
         let json = export();
         tune::forget(&[(a.to_string(), c, key)]);
-        let edits: [(&str, fn(&mut Row)); 4] = [
+        type Edit = (&'static str, fn(&mut Row));
+        let edits: [Edit; 4] = [
             ("a tiling not offered", |r| {
                 r.tiling = "gemm 16x64 split-k 64".into()
             }),

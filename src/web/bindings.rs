@@ -67,6 +67,27 @@ pub fn redact(text: &str, entities: &str, options: &str) -> Result<String, JsErr
     calls::redact(text, entities, options).map_err(js_error)
 }
 
+/// Reads GEMM tilings that an earlier page timed (`exportGpuTilings`), so that shapes they
+/// cover are not timed again on this adapter; returns how many rows the text has.
+#[wasm_bindgen(js_name = importGpuTilings)]
+pub fn import_gpu_tilings(json: &str) -> Result<u32, JsError> {
+    crate::engine::import_gpu_tilings(json)
+        .map(|n| n as u32)
+        .map_err(js_error)
+}
+
+/// The GEMM tilings this instance timed or read, as JSON to store.
+#[wasm_bindgen(js_name = exportGpuTilings)]
+pub fn export_gpu_tilings() -> String {
+    crate::engine::export_gpu_tilings()
+}
+
+/// How many GEMM tilings this instance has timed: when it changes, there is something to store.
+#[wasm_bindgen(js_name = gpuTilingsTimed)]
+pub fn gpu_tilings_timed() -> f64 {
+    crate::engine::gpu_tilings_timed() as f64
+}
+
 #[wasm_bindgen(js_name = lastPanic)]
 pub fn last_panic() -> String {
     LAST_PANIC.lock().map(|s| s.clone()).unwrap_or_default()

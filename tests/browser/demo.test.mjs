@@ -613,7 +613,7 @@ test('WebGPU (SwiftShader): a long text reports its windows one by one, as on th
   }
 });
 
-test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says so; a bad value is a clear error', T, async () => {
+test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says so, saves the tilings for the next model; a bad value is a clear error', T, async () => {
   const b = await launch();
   try {
     await b.page.goto(`${server.url}?device=cpu`);
@@ -629,19 +629,30 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
           const t2 = performance.now();
           const again = await ner(text.toUpperCase(), { aggregation_strategy: 'none' });
           const ms = [t1 - t0, t2 - t1, performance.now() - t2].map(Math.round);
+          const saved = ner.info.savedGpuTilings;
           ner.dispose();
-          return { backend: es.backend, entities: es.map((e) => [e.entity, e.start, e.end, e.score]), again: again.backend, ms };
+          return { backend: es.backend, entities: es.map((e) => [e.entity, e.start, e.end, e.score]), again: again.backend, ms, saved, stored: await stored() };
         } catch (e) {
           return { error: e.message };
         }
       };
+      const stored = async () => {
+        const res = await (await caches.open('webert-gpu-v1')).match('https://webert.invalid/gpu-tilings.json');
+        return res ? await res.text() : null;
+      };
+      await caches.delete('webert-gpu-v1');
       const bad = await pipeline('ner', '/tiny/bert-gelu-tanh-f16/', { device: 'webgpu', gpuTilings: 'fast' }).then(() => null, (e) => e.message);
-      return { cpu: await run({ device: 'cpu' }), timed: await run({ device: 'webgpu', gpuTilings: 'timed' }), bad };
+      const cpu = await run({ device: 'cpu' });
+      const timed = await run({ device: 'webgpu', gpuTilings: 'timed' });
+      // A second model (its own worker and instance, as a later page's) restores the tilings.
+      const restored = await run({ device: 'webgpu', gpuTilings: 'timed' });
+      const uncached = await run({ device: 'webgpu', gpuTilings: 'timed', cache: false });
+      return { cpu, timed, restored, uncached, bad };
     });
     assert.match(r.bad, /gpuTilings must be 'timed' or 'rule', not `fast`/);
     assert.equal(r.cpu.error, undefined, r.cpu.error);
     // Load, first call, second call (ms): the first call of a shape includes its timing.
-    console.log(`# gpuTilings timed on SwiftShader: ${r.timed.error ?? `${r.timed.ms} ms, ${r.timed.backend}`}`);
+    console.log(`# gpuTilings timed on SwiftShader: ${r.timed.error ?? `${r.timed.ms} ms (restored: ${r.restored.ms}), ${r.timed.backend}`}`);
     if (r.timed.error) {
       // An adapter without timestamp queries cannot time: the load says so.
       assert.match(r.timed.error, /no timestamp queries to time GEMM tilings/);
@@ -650,6 +661,18 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
       assert.match(r.timed.again, /^gpu /);
       assert.deepEqual(r.timed.entities.map((e) => e.slice(0, 3)), r.cpu.entities.map((e) => e.slice(0, 3)));
       r.timed.entities.forEach((e, i) => assert.ok(Math.abs(e[3] - r.cpu.entities[i][3]) < 1e-3, `score ${i}`));
+      // The first model timed its tilings and stored them: one row per GEMM shape run.
+      assert.equal(r.timed.saved, 0);
+      const rows = JSON.parse(r.timed.stored).rows;
+      assert.ok(rows.length >= 4 && rows.every((row) => row.ms > 0), r.timed.stored);
+      // The second read them, timed nothing (the stored text is as the first left it: a new
+      // timing would have stored new figures), and answers the same.
+      assert.equal(r.restored.saved, rows.length);
+      assert.equal(r.restored.stored, r.timed.stored);
+      assert.deepEqual(r.restored.entities, r.timed.entities);
+      // `cache: false` neither reads nor writes them.
+      assert.equal(r.uncached.saved, 0);
+      assert.equal(r.uncached.stored, r.timed.stored);
     }
     assert.deepEqual(b.logs.filter((l) => l.startsWith('[pageerror]')), []);
   } finally {

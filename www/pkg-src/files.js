@@ -4,6 +4,7 @@
 
 import { CACHE_NAME, openModelCache } from './cache.js';
 import { watchdog } from './watchdog.js';
+import { TILINGS_CACHE } from './tilings.js';
 
 const MANIFEST = '.webert-files.json';
 // Which files to read comes from the engine (`modelFiles()` of the wasm glue), as a layout
@@ -399,6 +400,7 @@ export async function clearCache(base, resolve = (b) => b) {
   base = resolve(base);
   if (!base) {
     await caches.delete(CACHE_NAME);
+    await caches.delete(TILINGS_CACHE);
     return;
   }
   const root = folderUrl(base).href;

@@ -4,6 +4,7 @@
 
 import { gatherFiles, isNode } from './files.js';
 import { defaultThreads, runtime, webgpuAdapter } from './runtime.js';
+import { restoreTilings, saveTilings } from './tilings.js';
 import { IdleWarmUp, warmHelpers } from './warmup.js';
 
 export class Model {
@@ -50,6 +51,7 @@ export class Model {
     const adapter = device === 'cpu' ? null : await webgpuAdapter();
     // `upload` covers setting WebGPU up and, under auto, timing it against the CPU.
     if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
+    const savedTilings = adapter && this.options.gpuTilings !== 'rule' ? await restoreTilings(glue, this.options) : 0;
     try {
       const quantized = this.options.quantized ?? 'int';
       this.engine = await runtime.guarded(loader.load(device, allowFallback, this.options.probe !== false, quantized));
@@ -68,6 +70,8 @@ export class Model {
     }
     if (this.engine.hasGpu() && adapter) {
       this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
+      this.info.savedGpuTilings = savedTilings;
+      await this.saveTilings(); // the probe's forward may have timed some
     }
     report?.({ stage: 'ready', bytes: total, total });
     this.idleWarmUp.loaded();
@@ -176,7 +180,9 @@ export class Model {
   enqueue(work) {
     const run = async () => {
       try {
-        return await work();
+        const result = await work();
+        await this.saveTilings();
+        return result;
       } catch (e) {
         throw this.recover(e);
       }
@@ -185,6 +191,11 @@ export class Model {
     const result = this.queue.then(run, run).finally(() => this.queued--);
     this.queue = result.catch(() => {});
     return result;
+  }
+
+  /** Stores GEMM tilings the GPU timed since the last store (tilings.js). */
+  async saveTilings() {
+    if (this.live && this.engine.hasGpu()) await saveTilings(runtime.glue, runtime.generation, this.options);
   }
 
   dispose() {

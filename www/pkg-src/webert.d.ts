@@ -63,7 +63,9 @@ export interface PipelineOptions {
    * How WebGPU tiles its matrix products: `'timed'` (the first call of each shape times every
    * candidate tiling on the device, about a few hundred ms, and keeps the fastest; needs the
    * adapter's `timestamp-query`) or `'rule'`. Default: timed on hardware adapters that offer
-   * timestamps, by rule elsewhere.
+   * timestamps, by rule elsewhere. Timed tilings are kept in the Cache API (unless `cache` is
+   * false), so later page loads and other models on the same adapter restore them instead of
+   * timing again (`ModelInfo.savedGpuTilings`); `clearCache()` with no model clears them.
    */
   gpuTilings?: 'timed' | 'rule';
   /** Let `'auto'` use a fallback adapter (CPU-emulated, e.g. SwiftShader), which it otherwise skips as slower than the CPU path. */
@@ -146,6 +148,8 @@ export interface ModelInfo {
   cacheError?: string;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
   adapter?: string | null;
+  /** With WebGPU: how many GEMM tilings timed by earlier loads were read from the Cache API (each used where still valid for this adapter). */
+  savedGpuTilings?: number;
   model_type: 'bert' | 'distilbert' | 'roberta' | 'xlm-roberta' | 'electra';
   /** The task the checkpoint's head does (`feature-extraction` for a bare encoder). */
   task: string;
@@ -508,7 +512,7 @@ export function webgpuAvailable(): Promise<boolean>;
 /** The WebGPU adapter the browser offers, or null. `device: 'auto'` skips fallback (CPU-emulated) adapters. */
 export function webgpuAdapter(): Promise<{ name: string; isFallbackAdapter: boolean } | null>;
 
-/** Deletes cached model files of `model` (a folder URL or model id), or all of them. */
+/** Deletes cached model files of `model` (a folder URL or model id), or all of them and the saved WebGPU tilings. */
 export function clearCache(model?: string): Promise<void>;
 
 /**

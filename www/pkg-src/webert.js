@@ -14,7 +14,7 @@ import { readHead, teach } from './teach.js';
 
 export { env, redact, webgpuAdapter };
 
-/** Deletes cached model files: those of a folder URL or model id, or all. */
+/** Deletes cached model files: those of a folder URL or model id, or all (and saved WebGPU tilings). */
 export function clearCache(model) {
   return clearFiles(model, (m) => (m ? resolveModel(m).source : m));
 }

@@ -1,0 +1,69 @@
+// GEMM tilings that WebGPU timed (`gpuTilings: 'timed'`), kept in the Cache API so that the next
+// page load, or another model's worker, restores them instead of timing each shape again on its
+// first call. The engine checks each saved tiling against what it would time now (adapter,
+// kernel choice, shape, shaders): a stale or foreign entry only means timing that shape again.
+
+export const TILINGS_CACHE = 'webert-gpu-v1';
+const KEY = 'https://webert.invalid/gpu-tilings.json';
+
+async function open(opts) {
+  if (opts.cache === false || typeof caches === 'undefined') return null;
+  try {
+    return await caches.open(TILINGS_CACHE);
+  } catch {
+    return null; // e.g. an opaque origin
+  }
+}
+
+async function read(cache) {
+  try {
+    const res = await cache.match(KEY);
+    return res ? await res.text() : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Reads the saved tilings into the instance `glue`: how many rows they have (0: none). */
+export async function restoreTilings(glue, opts) {
+  const cache = await open(opts);
+  const text = cache && (await read(cache));
+  if (!text) return 0;
+  try {
+    return glue.importGpuTilings(text);
+  } catch {
+    await cache.delete(KEY).catch(() => {}); // not tilings (a broken write): time anew
+    return 0;
+  }
+}
+
+/** What the instance of each runtime generation had timed when last stored. */
+let stored = '';
+
+/**
+ * Stores the tilings when the instance timed new ones since the last store, merged with what
+ * other workers stored meanwhile (the instance's own timings win). Never throws: a refused write
+ * costs a timing next time.
+ */
+export async function saveTilings(glue, generation, opts) {
+  try {
+    const timed = glue.gpuTilingsTimed();
+    const mark = `${generation}:${timed}`;
+    if (timed === 0 || mark === stored) return;
+    stored = mark;
+    const cache = await open(opts);
+    if (!cache) return;
+    const others = await read(cache);
+    if (others) {
+      try {
+        glue.importGpuTilings(others);
+      } catch {
+        // not tilings: overwritten below
+      }
+    }
+    const headers = { 'content-type': 'application/json' };
+    await cache.put(KEY, new Response(glue.exportGpuTilings(), { headers }));
+  } catch {
+    // quota, private mode, a closed worker
+  }
+}

@@ -133,15 +133,7 @@ impl ModelLoader {
     /// and dequantized on software ones.
     #[wasm_bindgen(js_name = setGpuWeights)]
     pub fn set_gpu_weights(&mut self, kind: &str) -> Result<(), JsError> {
-        self.gpu_dequantize = match kind {
-            "packed" => Some(false),
-            "dequantized" => Some(true),
-            _ => {
-                return Err(JsError::new(&format!(
-                    "gpuWeights must be 'packed' or 'dequantized', not `{kind}`"
-                )))
-            }
-        };
+        self.gpu_dequantize = Some(!either("gpuWeights", kind, "packed", "dequantized")?);
         Ok(())
     }
 
@@ -150,15 +142,7 @@ impl ModelLoader {
     /// hardware adapters that have timestamp queries.
     #[wasm_bindgen(js_name = setGpuTilings)]
     pub fn set_gpu_tilings(&mut self, kind: &str) -> Result<(), JsError> {
-        self.gpu_tune = match kind {
-            "timed" => Some(true),
-            "rule" => Some(false),
-            _ => {
-                return Err(JsError::new(&format!(
-                    "gpuTilings must be 'timed' or 'rule', not `{kind}`"
-                )))
-            }
-        };
+        self.gpu_tune = Some(either("gpuTilings", kind, "timed", "rule")?);
         Ok(())
     }
 
@@ -234,6 +218,17 @@ impl Watch for JsWatch {
                 Err(_) => false,
             }
         })
+    }
+}
+
+/// Option `name`'s value `kind`: true for `yes`, false for `no`, else an error naming both.
+fn either(name: &str, kind: &str, yes: &str, no: &str) -> Result<bool, JsError> {
+    match kind {
+        k if k == yes => Ok(true),
+        k if k == no => Ok(false),
+        _ => Err(JsError::new(&format!(
+            "{name} must be '{yes}' or '{no}', not `{kind}`"
+        ))),
     }
 }
 

@@ -413,6 +413,29 @@ impl Engine {
         }
     }
 
+    /// Pretends the GPU offers cooperative matrices that compute wrong answers, which their
+    /// check on the device must catch before a forward uses them.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn fail_gpu_coop_check_for_test(&self) {
+        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            g.exec.fail_coop_check_for_test();
+        }
+    }
+
+    /// The cooperative-matrix check's verdict on a stand-in (the tiled f16 GEMM on 16-row
+    /// tiles; on another layer's weights when `wrong`): `None` when it agrees with the 64-row
+    /// one, else why not.
+    #[cfg(any(test, feature = "test-hooks"))]
+    #[allow(clippy::await_holding_lock)]
+    pub async fn check_gpu_gemm_for_test(&self, wrong: bool) -> Result<Option<String>> {
+        let dims = self.probe_batch(8).dims();
+        let gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(g) = gpu.as_ref() else {
+            return Ok(None);
+        };
+        g.exec.check_gemm_for_test(dims, wrong).await
+    }
+
     /// Makes the GPU device refuse the timing of GEMM tilings, as a driver might.
     #[cfg(any(test, feature = "test-hooks"))]
     pub fn refuse_gpu_timing_for_test(&self) {

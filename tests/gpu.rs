@@ -720,6 +720,54 @@ fn a_refused_timing_falls_back_to_the_rule_and_keeps_the_gpu() {
     assert!(gpu.backend().starts_with("gpu"), "{}", gpu.backend());
 }
 
+/// Cooperative matrices, which no adapter here offers, are checked on the device before a
+/// forward uses them: one GEMM of the model's weights against the tiled f16 kernel. The check
+/// passes a kernel that computes the same product (16-row tiles) and fails one fed another
+/// layer's weights; a failed check turns them off, says so, and the forward answers as the CPU.
+#[test]
+fn cooperative_matrices_are_checked_on_the_device_before_use() {
+    let dir = model_dir("minilm");
+    let f16 = GpuOptions {
+        f16: Some(true),
+        ..Default::default()
+    };
+    let gpu = match load(ModelFiles::from_dir(&dir).unwrap(), on_gpu(f16)) {
+        Err(e) if e.to_string().contains("shader-f16") => {
+            return eprintln!("skipping the cooperative-matrix check: {e}");
+        }
+        gpu => usable(gpu),
+    };
+    let Some(gpu) = gpu else {
+        return;
+    };
+    assert_eq!(block_on(gpu.check_gpu_gemm_for_test(false)).unwrap(), None);
+    let why = block_on(gpu.check_gpu_gemm_for_test(true)).unwrap();
+    let why = why.expect("another layer's weights pass the check");
+    assert!(why.starts_with("their 64x1152x384 GEMM is "), "{why}");
+
+    gpu.fail_gpu_coop_check_for_test();
+    let cpu = engine(&dir);
+    let g = golden("minilm.json");
+    let mut inputs = untruncated_inputs(&g);
+    inputs.truncate(3);
+    let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
+    let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let c = cosine(&x.concat(), &y.concat());
+        assert!(c >= 0.999, "case {i}: cosine {c}");
+    }
+    let backend = gpu.backend();
+    assert!(
+        backend.contains("cooperative matrices off: failed their check"),
+        "{backend}"
+    );
+    let timings = gpu.gpu_gemm_timings();
+    assert!(
+        timings[0].starts_with("cooperative matrices off: their 64x1152x384 GEMM is "),
+        "{timings:?}"
+    );
+}
+
 /// Timed tilings saved as JSON and read back by a new process (here: this process's tilings
 /// of the model's shapes forgotten) are restored instead of timed again and give the CPU's
 /// answers; a saved tiling the device would not time now (other shaders) is timed again.

@@ -89,7 +89,7 @@ impl Bucket {
     }
 }
 
-fn storage(device: &wgpu::Device, label: &str, bytes: usize) -> wgpu::Buffer {
+pub fn storage(device: &wgpu::Device, label: &str, bytes: usize) -> wgpu::Buffer {
     device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: bytes.max(16) as u64,
@@ -479,6 +479,39 @@ impl Builder<'_> {
             steps: self.bind_all(rec)?,
             owners,
         })
+    }
+
+    /// For checks that compare kernels on the model's own weights: each run of `runs` is one
+    /// GEMM of `m` rows of `x` by a GEMM's weights (bias and epilogue left out), tiled by an
+    /// unsplit plan, into a buffer of its own.
+    pub fn gemm_steps(
+        &self,
+        m: usize,
+        x: &wgpu::Buffer,
+        runs: &[(GemmPlan, &GemmShape, &wgpu::Buffer)],
+    ) -> Result<Vec<Step>> {
+        let mut rec = Recorder {
+            bytes: Vec::new(),
+            align: (self.device.limits().min_uniform_buffer_offset_alignment).max(16) as usize,
+            steps: Vec::new(),
+            scratch: None,
+        };
+        for &(plan, g, out) in runs {
+            let weight = &self.weights[g.linear.weight.0];
+            let c = &weight.chunks[g.chunk];
+            let mut params = gemm_params(m, c, &g.linear, Activation::None, false, weight.block);
+            (params.has_bias, params.ldo, params.col_off) = (0, g.n as u32, 0);
+            let buffers = GemmBuffers {
+                x,
+                w: &c.buffer,
+                bias: self.dummy,
+                residual: self.dummy,
+                out,
+                extra: c.aux.iter().collect(),
+            };
+            self.push_gemm(&mut rec, GemmPlan { split_k: 1, ..plan }, params, buffers);
+        }
+        self.bind_all(rec)
     }
 
     /// In-place LayerNorm of `rows` rows of `dim` values of `x`.

@@ -130,6 +130,8 @@ pub struct GpuContext {
     pub choice: KernelChoice,
     /// WGSL's `packed_4x8_integer_dot_product` (`dot4U8Packed`) is there.
     pub int_dot: bool,
+    /// Why cooperative matrices were turned off after the device offered them (`verify.rs`).
+    pub coop_failed: Option<String>,
     /// The first uncaptured validation/out-of-memory error, or the device-lost reason.
     failure: Arc<Mutex<Option<GpuError>>>,
 }
@@ -272,6 +274,7 @@ impl GpuContext {
             options,
             choice,
             int_dot,
+            coop_failed: None,
             failure,
         })
     }
@@ -346,10 +349,10 @@ impl GpuContext {
             _ => "",
         };
         let sg = if c.subgroups { ", subgroups" } else { "" };
-        let coop = if c.coop.is_some() {
-            ", cooperative matrices"
-        } else {
-            ""
+        let coop = match (c.coop, &self.coop_failed) {
+            (Some(_), _) => ", cooperative matrices",
+            (None, Some(_)) => ", cooperative matrices off: failed their check",
+            (None, None) => "",
         };
         let tune = if c.tune { ", timed GEMM tiles" } else { "" };
         format!("{name} ({:?}{f16}{sg}{coop}{tune})", self.info.backend)

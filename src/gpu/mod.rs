@@ -11,6 +11,7 @@ mod readback;
 mod saved;
 mod timing;
 mod tune;
+mod verify;
 mod weights;
 
 use crate::error::{Error, GpuErrorKind, Result};
@@ -54,6 +55,11 @@ pub struct GpuExecutor {
     timings: Vec<String>,
     /// Timing failed once (the device refused something): tilings go by rule from then on.
     tuning_failed: bool,
+    /// Cooperative matrices were checked on the device (`verify.rs`).
+    coop_checked: bool,
+    /// The coop check compares a tiled kernel (on the wrong weights when true) in their place.
+    #[cfg(any(test, feature = "test-hooks"))]
+    coop_stand_in: Option<bool>,
     /// Timestamps rounded down to multiples of this many ms, as browsers round them (tests).
     #[cfg(any(test, feature = "test-hooks"))]
     timestamp_quantum_ms: Option<f64>,
@@ -98,6 +104,9 @@ impl GpuExecutor {
             tuned: HashMap::new(),
             timings: Vec::new(),
             tuning_failed: false,
+            coop_checked: false,
+            #[cfg(any(test, feature = "test-hooks"))]
+            coop_stand_in: None,
             #[cfg(any(test, feature = "test-hooks"))]
             timestamp_quantum_ms: None,
             #[cfg(any(test, feature = "test-hooks"))]
@@ -289,6 +298,7 @@ impl GpuExecutor {
         self.ctx.check()?;
         let dims = batch.dims();
         if !self.buckets.contains_key(&dims) {
+            self.check_coop(dims).await?;
             if self.ctx.choice.tune {
                 self.tune(dims).await?;
             }

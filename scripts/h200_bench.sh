@@ -4,7 +4,8 @@
 # MiniLM-L6 shapes (random weights), batch 1 and 32 x 128 tokens, every kernel variant, then
 # PyTorch (eager and CUDA graph, fp32 with TF32 off and fp16) on the same shapes. Each webert
 # row is one JSON line: median/min ms, the tiling of every GEMM (`gpu_gemms`), GPU ms per
-# kernel (timestamps), encoder TFLOP/s and weight GB/s; PyTorch rows print ms and TFLOP/s.
+# kernel (timestamps), encoder TFLOP/s and weight GB/s, and the GPU's distance from the CPU on the
+# first window (`cpu_parity`: cosine, largest difference); PyTorch rows print ms and TFLOP/s.
 set -u
 start=$SECONDS
 for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done

@@ -522,6 +522,20 @@ impl Engine {
         Ok(best)
     }
 
+    /// The hidden state of one window on the CPU executor, whatever the backend: what `bench`
+    /// checks the GPU's against.
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    pub fn cpu_hidden(&self, window: &Encoding) -> Result<Vec<f32>> {
+        let batch = self.pad(std::slice::from_ref(window), &[]);
+        let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+        let mut hidden = cpu
+            .forward(&batch, Want::Hidden)?
+            .hidden
+            .unwrap_or_default();
+        hidden.truncate(window.len() * self.config.hidden_size);
+        Ok(hidden)
+    }
+
     // The guards below are held across `.await`: the engine serves one call at a time, which
     // also keeps GPU submissions ordered. Its futures are therefore not `Send`.
     #[allow(clippy::await_holding_lock)]

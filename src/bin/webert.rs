@@ -773,6 +773,23 @@ mod bench {
         (2.0 * tokens * params + attention, params * width)
     }
 
+    /// How far the GPU's hidden state of the first window (in the batch as timed) is from the
+    /// CPU's: cosine and largest difference.
+    async fn cpu_parity(
+        engine: &Engine,
+        windows: &[tokenizers::Encoding],
+    ) -> Result<serde_json::Value> {
+        let gpu = engine.run(windows, Want::Hidden, &[]).await?;
+        let cpu = engine.cpu_hidden(&windows[0])?;
+        let (a, b) = (&gpu[0].hidden, &cpu);
+        let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| (p * q) as f64).sum::<f64>();
+        let cosine = dot(a, b) / (dot(a, a) * dot(b, b)).sqrt();
+        let max_diff = (a.iter().zip(b))
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0f32, f32::max);
+        Ok(serde_json::json!({ "cosine": cosine, "max_abs_diff": max_diff, "values": a.len() }))
+    }
+
     /// Times the encoder (and the head with `head`) on `batch` copies of a text of exactly
     /// `seq_len` tokens.
     pub async fn run(a: BenchArgs) -> Result<()> {
@@ -801,6 +818,10 @@ mod bench {
         }
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
+        let parity = match engine.backend().starts_with("gpu") {
+            true => Some(cpu_parity(&engine, &windows).await?),
+            false => None,
+        };
         let gpu = engine.gpu_profile(&windows, want).await?;
         let cpu_head = match a.head {
             true => Some(engine.cpu_head_ms(&windows, a.runs)?),
@@ -826,6 +847,7 @@ mod bench {
                 "gpu_ms": gpu_total,
                 "gpu_gemms": gemms,
                 "gpu_gemm_timings": engine.gpu_gemm_timings(),
+                "cpu_parity": parity,
                 "cpu_head_ms": cpu_head,
                 "gpu_weight_bytes": weights.map(|w| w.uploaded),
                 "gpu_weight_bytes_dequantized": weights.map(|w| w.dequantized),

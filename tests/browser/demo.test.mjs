@@ -5,7 +5,7 @@
 //   node --test tests/browser/demo.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHROMIUM_BACKEND, INT_SCORE_TOL, MODELS, ROOT, golden, u16, entitiesU16, requireModels } from './golden.mjs';
@@ -489,6 +489,15 @@ test('keyboard: arrow keys move between tabs; phone width screenshots', T, async
   }
   await page.setViewportSize({ width: 1100, height: 900 });
   assert.deepEqual(browser.logs.filter((l) => l.startsWith('[pageerror]')), []);
+});
+
+test('the service worker keeps every module and .wasm of the package for offline use', () => {
+  const sw = readFileSync(join(WWW, 'sw.js'), 'utf8');
+  const files = JSON.parse(readFileSync(join(WWW, 'pkg-src', 'package.json'), 'utf8')).files;
+  // testing.js is the test hooks' entry point, which the page never imports.
+  const needed = files.filter((f) => /\.(js|wasm)$/.test(f) && f !== 'testing.js');
+  const missing = needed.filter((f) => !sw.includes(`'pkg/${f}'`));
+  assert.deepEqual(missing, [], 'www/sw.js SHELL lacks these');
 });
 
 test('works offline after the first visit (service worker + Cache API)', T, async () => {

@@ -67,12 +67,26 @@ pub struct Probe {
     pub gpu_ms: f64,
     /// Best of one or two: a second run only when the first was slower than the GPU.
     pub cpu_ms: f64,
+    /// How alike the two hidden states of the window are: their cosine once the CPU's mean
+    /// token is taken from both (`centred_cosine`): 1 for the same answers, ~0 for unrelated
+    /// ones.
+    pub agreement: f64,
 }
 
+/// Below this `Probe::agreement` the GPU computes wrong answers (a driver's miscompiled
+/// shader, say) and is given up however fast it is. Correct f16 or low-bit GPU kernels stay
+/// above 0.99 of the CPU's.
+pub const PROBE_AGREEMENT: f64 = 0.9;
+
 impl Probe {
-    /// The GPU is kept only when strictly faster (a NaN timing means the CPU).
+    /// The GPU is kept only when its answers agree with the CPU's and it is strictly faster
+    /// (a NaN timing or agreement means the CPU).
     pub fn gpu_wins(&self) -> bool {
-        gpu_is_faster(self.gpu_ms, self.cpu_ms)
+        self.agrees() && gpu_is_faster(self.gpu_ms, self.cpu_ms)
+    }
+
+    pub fn agrees(&self) -> bool {
+        self.agreement >= PROBE_AGREEMENT
     }
 }
 
@@ -84,11 +98,13 @@ impl std::fmt::Display for Probe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} took {:.1} ms for {} tokens, the CPU path {:.1} ms: using the {}",
+            "{} took {:.1} ms for {} tokens, the CPU path {:.1} ms; hidden states agree to {:.5}{}: using the {}",
             self.adapter,
             self.gpu_ms,
             self.tokens,
             self.cpu_ms,
+            self.agreement,
+            if self.agrees() { "" } else { " (wrong answers on the GPU)" },
             if self.gpu_wins() { "GPU" } else { "CPU" }
         )
     }
@@ -118,6 +134,10 @@ pub struct LoadOptions {
     /// or a call that would need more is refused before allocating ([`Error::Budget`]).
     /// `None`: [`budget::DEFAULT`] (2 GiB in wasm32, 8 GiB natively).
     pub memory_budget: Option<u64>,
+    /// The GPU's hidden states come back shifted by one token, as a miscompiled shader's
+    /// might (tests of the probe's check of answers).
+    #[cfg(feature = "test-hooks")]
+    pub shift_gpu_rows_for_test: bool,
 }
 
 impl LoadOptions {
@@ -212,13 +232,18 @@ impl Engine {
         let plan = Arc::new(plan);
         let (device, auto) = (options.device, options.auto);
         let gpu_options = options.gpu.for_quantized(options.quantized);
-        let gpu = match device {
+        #[allow(unused_mut)]
+        let mut gpu = match device {
             Device::Cpu => None,
             Device::Gpu => Some(Engine::gpu(&plan, &tensors, true, gpu_options).await?),
             Device::Auto => {
                 (Engine::gpu(&plan, &tensors, auto.allow_software, gpu_options).await).ok()
             }
         };
+        #[cfg(feature = "test-hooks")]
+        if let Some(g) = gpu.as_mut().filter(|_| options.shift_gpu_rows_for_test) {
+            g.shift_rows_for_test();
+        }
         let mut cpu = CpuExecutor::new(plan.clone(), tensors, kernel, options.quantized);
         cpu.set_budget(options.budget().saturating_sub(held));
         let (kernel, int_kernel) = (cpu.kernel_name(), cpu.int_kernel_name());
@@ -247,17 +272,18 @@ impl Engine {
         Ok(engine)
     }
 
-    /// What the probe's forwards ask for: the head's logits where there is a head (what
-    /// tasks read), else the hidden state.
+    /// What the probe's forwards ask for: the hidden state (compared), and the head's logits
+    /// where there is a head (what tasks read).
     fn probe_want(&self) -> Want {
         match self.plan.heads.is_empty() {
-            false => Want::Logits,
+            false => Want::Both,
             true => Want::Hidden,
         }
     }
 
     /// Times one window on the GPU and on the CPU, and gives the GPU up (freeing its
-    /// memory) unless it is faster. A GPU error here counts as a failure under auto.
+    /// memory) unless it is faster and its hidden state agrees with the CPU's. A GPU error
+    /// here counts as a failure under auto.
     async fn probe_backends(&mut self) {
         let tokens = self.max_len().min(PROBE_TOKENS);
         if tokens == 0 || !self.has_gpu() {
@@ -272,8 +298,8 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner());
         let gpu = self.gpu.get_mut().unwrap_or_else(|p| p.into_inner());
         let Some(g) = gpu.as_mut() else { return };
-        let gpu_ms = match best_gpu_ms(&mut g.exec, &batch, want).await {
-            Ok(ms) => ms,
+        let (gpu_ms, gpu_out) = match best_gpu_ms(&mut g.exec, &batch, want).await {
+            Ok(timed) => timed,
             Err(e) => {
                 g.failed = Some(e.to_string());
                 *last_backend = cpu_backend;
@@ -282,12 +308,17 @@ impl Engine {
         };
         let adapter = g.exec.adapter_name();
         let cpu = self.cpu.get_mut().unwrap_or_else(|p| p.into_inner());
-        let Ok(mut cpu_ms) = cpu_ms_of(cpu, &batch, want) else {
+        let Ok((mut cpu_ms, cpu_out)) = cpu_ms_of(cpu, &batch, want) else {
             return; // the CPU path itself fails: the GPU stays
         };
+        let agreement = centred_cosine(
+            gpu_out.hidden.as_deref().unwrap_or_default(),
+            cpu_out.hidden.as_deref().unwrap_or_default(),
+            self.config.hidden_size,
+        );
         if gpu_is_faster(gpu_ms, cpu_ms) {
             // That CPU run was the first (cold): one more before the GPU wins.
-            if let Ok(again) = cpu_ms_of(cpu, &batch, want) {
+            if let Ok((again, _)) = cpu_ms_of(cpu, &batch, want) {
                 cpu_ms = cpu_ms.min(again);
             }
         }
@@ -296,6 +327,7 @@ impl Engine {
             tokens,
             gpu_ms,
             cpu_ms,
+            agreement,
         };
         if !probe.gpu_wins() {
             *gpu = None;
@@ -745,21 +777,50 @@ fn rows_of(
 }
 
 /// Best of two GPU forwards of `batch`, after an untimed warm-up.
-async fn best_gpu_ms(exec: &mut GpuExecutor, batch: &Batch, want: Want) -> Result<f64> {
-    exec.forward(batch, want).await?;
+/// The best of two timed forwards after a warm-up, and the last one's output.
+async fn best_gpu_ms(exec: &mut GpuExecutor, batch: &Batch, want: Want) -> Result<(f64, Output)> {
+    let mut out = exec.forward(batch, want).await?;
     let mut best = f64::INFINITY;
     for _ in 0..2 {
         let t = now_ms();
-        exec.forward(batch, want).await?;
+        out = exec.forward(batch, want).await?;
         best = best.min(now_ms() - t);
     }
-    Ok(best)
+    Ok((best, out))
 }
 
-fn cpu_ms_of(cpu: &mut CpuExecutor, batch: &Batch, want: Want) -> Result<f64> {
+fn cpu_ms_of(cpu: &mut CpuExecutor, batch: &Batch, want: Want) -> Result<(f64, Output)> {
     let t = now_ms();
-    cpu.forward(batch, want)?;
-    Ok(now_ms() - t)
+    let out = cpu.forward(batch, want)?;
+    Ok((now_ms() - t, out))
+}
+
+/// The cosine of `a` and `b` (rows of `width` values) once `b`'s mean row is taken from both,
+/// so that the direction all of BERT's hidden states share does not count: 1 for the same
+/// states, ~0 for unrelated ones; NaN for inputs of different shapes.
+fn centred_cosine(a: &[f32], b: &[f32], width: usize) -> f64 {
+    if a.len() != b.len() || a.is_empty() || width == 0 || !b.len().is_multiple_of(width) {
+        return f64::NAN;
+    }
+    let rows = b.len() / width;
+    let mut mean = vec![0.0f64; width];
+    if rows > 1 {
+        for row in b.chunks(width) {
+            for (m, &x) in mean.iter_mut().zip(row) {
+                *m += x as f64 / rows as f64;
+            }
+        }
+    }
+    let (mut ab, mut aa, mut bb) = (0.0, 0.0, 0.0);
+    for (ra, rb) in a.chunks(width).zip(b.chunks(width)) {
+        for ((&x, &y), m) in ra.iter().zip(rb).zip(&mean) {
+            let (x, y) = (x as f64 - m, y as f64 - m);
+            ab += x * y;
+            aa += x * x;
+            bb += y * y;
+        }
+    }
+    ab / (aa * bb).sqrt()
 }
 
 /// Milliseconds since an arbitrary origin. `std::time::Instant` panics on
@@ -792,6 +853,7 @@ mod tests {
 
     fn probe(gpu_ms: f64, cpu_ms: f64) -> Probe {
         Probe {
+            agreement: 0.9999,
             adapter: "llvmpipe (Vulkan)".into(),
             tokens: 128,
             gpu_ms,
@@ -802,6 +864,14 @@ mod tests {
     #[test]
     fn the_gpu_is_kept_only_when_strictly_faster() {
         assert!(probe(3.0, 80.0).gpu_wins());
+        let wrong = |agreement| Probe {
+            agreement,
+            ..probe(3.0, 80.0)
+        };
+        assert!(!wrong(0.2).gpu_wins() && !wrong(f64::NAN).gpu_wins());
+        assert!(wrong(0.2)
+            .to_string()
+            .ends_with("hidden states agree to 0.20000 (wrong answers on the GPU): using the CPU"));
         assert!(!probe(412.3, 80.1).gpu_wins());
         assert!(!probe(80.0, 80.0).gpu_wins());
         assert!(!probe(f64::NAN, 80.0).gpu_wins());
@@ -812,9 +882,23 @@ mod tests {
     fn the_probe_explains_its_choice() {
         assert_eq!(
             probe(412.34, 80.06).to_string(),
-            "llvmpipe (Vulkan) took 412.3 ms for 128 tokens, the CPU path 80.1 ms: using the CPU"
+            "llvmpipe (Vulkan) took 412.3 ms for 128 tokens, the CPU path 80.1 ms; hidden states agree to 0.99990: using the CPU"
         );
         assert!(probe(3.0, 80.0).to_string().ends_with("using the GPU"));
+    }
+
+    #[test]
+    fn the_centred_cosine_ignores_what_all_rows_share() {
+        // Two rows of 3 sharing a large common part: the plain cosine of the swapped rows
+        // would be ~1, the centred one is -1.
+        let b = [10.0, 10.0, 11.0, 10.0, 11.0, 10.0];
+        let swapped = [10.0, 11.0, 10.0, 10.0, 10.0, 11.0];
+        assert!((centred_cosine(&b, &b, 3) - 1.0).abs() < 1e-12);
+        assert!((centred_cosine(&swapped, &b, 3) + 1.0).abs() < 1e-12);
+        // One row: nothing to centre on, the plain cosine.
+        assert!((centred_cosine(&[1.0, 0.0], &[1.0, 1.0], 2) - 0.5f64.sqrt()).abs() < 1e-12);
+        assert!(centred_cosine(&[1.0, 2.0], &[1.0, 2.0, 3.0], 1).is_nan());
+        assert!(centred_cosine(&[f32::NAN, 2.0], &[1.0, 2.0], 1).is_nan());
     }
 
     #[test]

@@ -1000,6 +1000,42 @@ fn auto_times_both_backends_and_keeps_the_faster() {
     assert!(cpu.probe().is_none() && cpu.gpu_failure().is_none());
 }
 
+/// Under auto, a GPU whose answers are wrong (here its hidden states come back shifted by a
+/// token, as a miscompiled shader's might) is given up at load however fast it is, saying so,
+/// and the CPU answers; a correct one agrees with the CPU to better than 0.99.
+#[test]
+fn auto_gives_up_a_gpu_whose_answers_differ_from_the_cpus() {
+    let auto = AutoOptions {
+        allow_software: true,
+        probe: true,
+    };
+    let model = || odd_model_sized(150, 2);
+    let right = load(model(), with_auto(auto)).unwrap();
+    let Some(probe) = right.probe().cloned() else {
+        return eprintln!("skipping: no GPU to probe");
+    };
+    assert!(probe.agrees() && probe.agreement > 0.99, "{probe}");
+    let wrong = LoadOptions {
+        shift_gpu_rows_for_test: true,
+        ..with_auto(auto)
+    };
+    let e = load(model(), wrong).unwrap();
+    let probe = e.probe().expect("auto probed").clone();
+    assert!(!probe.agrees() && probe.agreement < 0.5, "{probe}");
+    assert!(!probe.gpu_wins() && !e.has_gpu(), "{probe}");
+    assert!(e.backend().starts_with("cpu-"), "{}", e.backend());
+    let failure = e.gpu_failure().unwrap();
+    assert!(
+        failure.ends_with("(wrong answers on the GPU): using the CPU"),
+        "{failure}"
+    );
+    let cpu = load(model(), LoadOptions::cpu()).unwrap();
+    let texts = [("a text the CPU answers", None)];
+    let got = block_on(embed::hidden_states(&e, &texts, None)).unwrap();
+    let want = block_on(embed::hidden_states(&cpu, &texts, None)).unwrap();
+    assert_eq!(got, want);
+}
+
 /// BERT's pre-training heads on the GPU against the PyTorch goldens, as tests/pretraining.rs
 /// checks the CPU: NSP probabilities within 1e-4 (the NSP head and the pre-training model's
 /// second head), PLL within 1e-3 × max(1, |PLL|) and per-token log-probs within 1e-3.
@@ -1141,6 +1177,43 @@ mod low_bit {
         }
         for t in &texts {
             assert_eq!(token_labels(&f16, t), token_labels(&cpu, t), "{t:.40}");
+        }
+    }
+
+    /// Auto's check of the GPU's answers at load leaves correct low-bit kernels their GPU: the
+    /// packed q4 GEMM in f16 and the integer q8 one, each against the CPU's integer path,
+    /// agree far above the 0.9 below which the GPU is given up.
+    #[test]
+    fn auto_finds_packed_low_bit_kernels_in_agreement_with_the_cpu() {
+        let auto = |gpu| LoadOptions {
+            device: Device::Auto,
+            auto: AutoOptions {
+                allow_software: true,
+                probe: true,
+            },
+            gpu,
+            ..Default::default()
+        };
+        let f16 = GpuOptions {
+            f16: Some(true),
+            kernels: KernelOptions {
+                f16_compute: Some(true),
+                ..KernelOptions::AUTO
+            },
+            ..PACKED
+        };
+        let mut cases = vec![("pii q4, f16 compute", model_dir("pii"), f16)];
+        cases.extend(dtype_folder("pii", "q8").map(|d| ("pii q8, integer", d, Q8_INT)));
+        for (what, dir, gpu) in cases {
+            let e = match load(ModelFiles::from_dir(&dir).unwrap(), auto(gpu)) {
+                Err(e) => return eprintln!("skipping {what}: {e}"),
+                Ok(e) => e,
+            };
+            let Some(probe) = e.probe() else {
+                return eprintln!("skipping {what}: no GPU");
+            };
+            eprintln!("{what}: {probe}");
+            assert!(probe.agreement > 0.98, "{what}: {probe}");
         }
     }
 

@@ -69,6 +69,9 @@ pub struct GpuExecutor {
     /// Submissions to let through before the device is destroyed with one in flight (tests).
     #[cfg(any(test, feature = "test-hooks"))]
     lose_after: std::sync::atomic::AtomicUsize,
+    /// Hidden states come back shifted by one token (tests of wrong answers).
+    #[cfg(any(test, feature = "test-hooks"))]
+    shift_rows: bool,
 }
 
 impl GpuExecutor {
@@ -113,6 +116,8 @@ impl GpuExecutor {
             refuse_timing: false,
             #[cfg(any(test, feature = "test-hooks"))]
             lose_after: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            #[cfg(any(test, feature = "test-hooks"))]
+            shift_rows: false,
         })
     }
 
@@ -133,6 +138,12 @@ impl GpuExecutor {
     pub fn destroy_device_during_submission(&self, after: usize) {
         self.lose_after
             .store(after, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Makes hidden states come back shifted by one token, as a miscompiled shader's might.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn shift_rows_for_test(&mut self) {
+        self.shift_rows = true;
     }
 
     #[cfg(any(test, feature = "test-hooks"))]
@@ -338,8 +349,14 @@ impl GpuExecutor {
         };
         let mut read = self.submit_and_read(enc, &reads).await?.into_iter();
         let mut next = || read.next().map(|b| readback::f32s(&b));
+        #[allow(unused_mut)]
+        let mut hidden = hidden.and_then(|()| next());
+        #[cfg(any(test, feature = "test-hooks"))]
+        if let Some(h) = hidden.as_mut().filter(|_| self.shift_rows) {
+            h.rotate_left(self.plan.config.hidden_size);
+        }
         Ok(Output {
-            hidden: hidden.and_then(|()| next()),
+            hidden,
             logits: logits.and_then(|()| next()),
         })
     }

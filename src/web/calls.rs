@@ -409,6 +409,7 @@ pub fn info(engine: &Engine) -> String {
             "tokens": p.tokens,
             "gpu_ms": p.gpu_ms,
             "cpu_ms": p.cpu_ms,
+            "agreement": p.agreement,
         })),
         "model_type": c.model_type.name(),
         "task": registry::head_task(c.architecture),

@@ -142,8 +142,12 @@ export interface ModelInfo {
   threads: number;
   /** The CPU's integer tile for q4 (`MatMulNBits`) weights, e.g. `relaxed-simd int8` or `simd128 int16`; null when the CPU computes in f32 (`quantized: 'f32'`, or no q4 weights). */
   int_kernel: string | null;
-  /** Under `device: 'auto'` with a WebGPU adapter: milliseconds of one forward of `tokens` tokens on each; the faster was kept. */
-  probe: { adapter: string; tokens: number; gpu_ms: number; cpu_ms: number } | null;
+  /**
+   * Under `device: 'auto'` with a WebGPU adapter: milliseconds of one forward of `tokens` tokens
+   * on each; the faster was kept, unless the GPU's hidden states disagreed with the CPU's
+   * (`agreement`, their cosine with the CPU's mean token taken out, below 0.9: wrong answers).
+   */
+  probe: { adapter: string; tokens: number; gpu_ms: number; cpu_ms: number; agreement: number } | null;
   /** Why the Cache API did not keep this model's files (e.g. `QuotaExceededError: …`); absent when it did or was not used. */
   cacheError?: string;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */

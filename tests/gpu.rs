@@ -1082,6 +1082,15 @@ mod low_bit {
         dequantize: Some(false),
         ..F32
     };
+    /// Packed, in f16 arithmetic (f16 tiles and products, f32 sums).
+    const PACKED_F16: GpuOptions = GpuOptions {
+        f16: Some(true),
+        kernels: KernelOptions {
+            f16_compute: Some(true),
+            ..KernelOptions::AUTO
+        },
+        ..PACKED
+    };
     const DEQUANTIZED: GpuOptions = GpuOptions {
         dequantize: Some(true),
         ..F32
@@ -1155,14 +1164,7 @@ mod low_bit {
         }
         // With f16 compute the packed GEMM unpacks into f16 tiles and f16 products (f32
         // sums): f16 bounds, as for f16 weights.
-        let f16 = GpuOptions {
-            f16: Some(true),
-            kernels: KernelOptions {
-                f16_compute: Some(true),
-                ..KernelOptions::AUTO
-            },
-            ..PACKED
-        };
+        let f16 = PACKED_F16;
         let f16 = match load(files(), on_gpu(f16)) {
             Err(e) if e.to_string().contains("shader-f16") => {
                 return eprintln!("skipping q4 with f16 compute: {e}");
@@ -1194,14 +1196,7 @@ mod low_bit {
             gpu,
             ..Default::default()
         };
-        let f16 = GpuOptions {
-            f16: Some(true),
-            kernels: KernelOptions {
-                f16_compute: Some(true),
-                ..KernelOptions::AUTO
-            },
-            ..PACKED
-        };
+        let f16 = PACKED_F16;
         let mut cases = vec![("pii q4, f16 compute", model_dir("pii"), f16)];
         cases.extend(dtype_folder("pii", "q8").map(|d| ("pii q8, integer", d, Q8_INT)));
         for (what, dir, gpu) in cases {

@@ -191,16 +191,7 @@ mod tests {
     use super::*;
 
     fn choice() -> KernelChoice {
-        KernelChoice {
-            f16_weights: true,
-            f16_compute: false,
-            subgroups: false,
-            coop: None,
-            tile: None,
-            hardware: true,
-            lanes: false,
-            tune: true,
-        }
+        super::super::tune::tests::hardware()
     }
 
     fn split(s: u32) -> GemmPlan {

@@ -161,11 +161,12 @@ fn lock() -> std::sync::MutexGuard<'static, HashMap<CacheKey, Tuned>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::pipelines::Tile;
     use super::*;
 
-    fn hardware() -> KernelChoice {
+    /// A hardware adapter's choice with f16 compute, tilings timed.
+    pub(in crate::gpu) fn hardware() -> KernelChoice {
         KernelChoice {
             f16_weights: true,
             f16_compute: true,

@@ -797,30 +797,38 @@ fn cpu_ms_of(cpu: &mut CpuExecutor, batch: &Batch, want: Want) -> Result<(f64, O
 
 /// The cosine of `a` and `b` (rows of `width` values) once `b`'s mean row is taken from both,
 /// so that the direction all of BERT's hidden states share does not count: 1 for the same
-/// states, ~0 for unrelated ones; NaN for inputs of different shapes.
+/// states, ~0 for unrelated ones; NaN for inputs of different shapes or non-finite values.
 fn centred_cosine(a: &[f32], b: &[f32], width: usize) -> f64 {
     if a.len() != b.len() || a.is_empty() || width == 0 || !b.len().is_multiple_of(width) {
         return f64::NAN;
     }
     let rows = b.len() / width;
     let mut mean = vec![0.0f64; width];
-    if rows > 1 {
-        for row in b.chunks(width) {
-            for (m, &x) in mean.iter_mut().zip(row) {
-                *m += x as f64 / rows as f64;
+    for row in b.chunks(width) {
+        for (m, &x) in mean.iter_mut().zip(row) {
+            *m += x as f64 / rows as f64;
+        }
+    }
+    let cosine = |mean: &[f64]| {
+        let (mut ab, mut aa, mut bb) = (0.0, 0.0, 0.0);
+        for (ra, rb) in a.chunks(width).zip(b.chunks(width)) {
+            for ((&x, &y), m) in ra.iter().zip(rb).zip(mean) {
+                let (x, y) = (x as f64 - m, y as f64 - m);
+                ab += x * y;
+                aa += x * x;
+                bb += y * y;
             }
         }
+        (ab / (aa * bb).sqrt(), bb)
+    };
+    let (plain, total) = cosine(&vec![0.0; width]);
+    let (centred, varying) = cosine(&mean);
+    // Rows all but alike (one row, or a model whose states hardly vary) leave nothing above
+    // rounding to compare once centred: then the plain cosine.
+    match varying > 1e-4 * total {
+        true => centred,
+        false => plain,
     }
-    let (mut ab, mut aa, mut bb) = (0.0, 0.0, 0.0);
-    for (ra, rb) in a.chunks(width).zip(b.chunks(width)) {
-        for ((&x, &y), m) in ra.iter().zip(rb).zip(&mean) {
-            let (x, y) = (x as f64 - m, y as f64 - m);
-            ab += x * y;
-            aa += x * x;
-            bb += y * y;
-        }
-    }
-    ab / (aa * bb).sqrt()
 }
 
 /// Milliseconds since an arbitrary origin. `std::time::Instant` panics on
@@ -895,8 +903,10 @@ mod tests {
         let swapped = [10.0, 11.0, 10.0, 10.0, 10.0, 11.0];
         assert!((centred_cosine(&b, &b, 3) - 1.0).abs() < 1e-12);
         assert!((centred_cosine(&swapped, &b, 3) + 1.0).abs() < 1e-12);
-        // One row: nothing to centre on, the plain cosine.
+        // One row, or rows all but alike: nothing to centre on, the plain cosine.
         assert!((centred_cosine(&[1.0, 0.0], &[1.0, 1.0], 2) - 0.5f64.sqrt()).abs() < 1e-12);
+        let alike = [1.0, 1.0, 1.0, 1.000001];
+        assert!(centred_cosine(&[1.0, 1.0, 1.000001, 1.0], &alike, 2) > 0.999);
         assert!(centred_cosine(&[1.0, 2.0], &[1.0, 2.0, 3.0], 1).is_nan());
         assert!(centred_cosine(&[f32::NAN, 2.0], &[1.0, 2.0], 1).is_nan());
     }

@@ -743,6 +743,7 @@ fn cooperative_matrices_are_checked_on_the_device_before_use() {
     assert_eq!(block_on(gpu.check_gpu_gemm_for_test(false)).unwrap(), None);
     let why = block_on(gpu.check_gpu_gemm_for_test(true)).unwrap();
     let why = why.expect("another layer's weights pass the check");
+    eprintln!("the check, on another layer's weights: {why}");
     assert!(why.starts_with("their 64x1152x384 GEMM is "), "{why}");
 
     gpu.fail_gpu_coop_check_for_test();

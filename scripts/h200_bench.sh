@@ -8,6 +8,8 @@
 # first window (`cpu_parity`: cosine, largest difference); PyTorch rows print ms and TFLOP/s.
 set -u
 start=$SECONDS
+log=/tmp/h200_webert.log
+: >"$log"
 for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig 2>/dev/null
 export XDG_RUNTIME_DIR=/tmp
@@ -53,10 +55,10 @@ for shape in bert-base minilm-l6; do
         echo "== webert $shape b$batch $name: skipped (time kept for PyTorch)"
         continue
       fi
-      echo "== webert $shape batch $batch seq 128 $name"
+      echo "== webert $shape batch $batch seq 128 $name" | tee -a "$log"
       WEBERT_GPU_F16=$f16 WEBERT_GPU_SUBGROUPS=$sg WEBERT_GPU_COOP=$coop WEBERT_GPU_TILE=$tile WEBERT_GPU_TUNE=$tune \
         timeout 60 "$B" bench --model "$tok" --shape "$shape" --backend gpu \
-        --batch "$batch" --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
+        --batch "$batch" --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3 | tee -a "$log"
     done
   done
 done
@@ -68,27 +70,29 @@ for quant in q4 q8; do
         echo "== webert bert-base $quant $weights b$batch: skipped (time kept for PyTorch)"
         continue
       fi
-      echo "== webert bert-base $quant $weights batch $batch seq 128"
+      echo "== webert bert-base $quant $weights batch $batch seq 128" | tee -a "$log"
       WEBERT_GPU_WEIGHTS=$weights timeout 60 "$B" bench --model "$tok" --shape bert-base --quant $quant \
-        --backend gpu --batch "$batch" --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
+        --backend gpu --batch "$batch" --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3 | tee -a "$log"
     done
   done
 done
 if (( SECONDS - start <= 400 )); then
-  echo "== webert bert-base q8 packed, f32 GEMM, batch 1 seq 128"
+  echo "== webert bert-base q8 packed, f32 GEMM, batch 1 seq 128" | tee -a "$log"
   WEBERT_GPU_Q8=float timeout 60 "$B" bench --model "$tok" --shape bert-base --quant q8 --backend gpu \
-    --batch 1 --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3
+    --batch 1 --seq-len 128 --runs 30 --warmup 5 2>&1 | tail -3 | tee -a "$log"
 fi
 # Tilings saved by one run and restored by the next (WEBERT_GPU_TILINGS): first_ms without timing.
 if (( SECONDS - start <= 420 )); then
   rm -f /tmp/h200_tilings.json
   for run in timed restored; do
-    echo "== webert bert-base batch 1 seq 128 f16-compute, tilings $run"
+    echo "== webert bert-base batch 1 seq 128 f16-compute, tilings $run" | tee -a "$log"
     WEBERT_GPU_F16=compute WEBERT_GPU_COOP=0 WEBERT_GPU_TILINGS=/tmp/h200_tilings.json timeout 60 "$B" bench \
-      --model "$tok" --shape bert-base --backend gpu --batch 1 --seq-len 128 --runs 10 --warmup 2 2>&1 | tail -3
+      --model "$tok" --shape bert-base --backend gpu --batch 1 --seq-len 128 --runs 10 --warmup 2 2>&1 | tail -3 | tee -a "$log"
   done
 fi
 echo "== webert done after $((SECONDS - start)) s"
+echo "== summary (scripts/h200_summary.py)"
+python3 scripts/h200_summary.py <"$log" || true
 echo "== PyTorch"
 PYTHONUNBUFFERED=1 timeout $((500 - (SECONDS - start))) python3 scripts/torch_bert_bench.py
 echo "== all done after $((SECONDS - start)) s"

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""One line per `webert bench` JSON row of an h200_bench.sh log (stdin): the variant, batch,
+median ms, TFLOP/s and the GPU's agreement with the CPU (`cpu_parity`), flagging rows whose
+answers are off (cosine below 0.999, or 0.99 for q4/q8) and cooperative matrices turned off."""
+import json
+import sys
+
+label = ""
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("== webert"):
+        label = line[len("== webert "):]
+        continue
+    if not line.startswith("{"):
+        continue
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        continue
+    parity = row.get("cpu_parity") or {}
+    cosine = parity.get("cosine")
+    low_bit = " q4" in row.get("model", "") or " q8" in row.get("model", "")
+    bound = 0.99 if low_bit else 0.999
+    flags = []
+    if not row.get("backend", "").startswith("gpu"):
+        flags.append(f"NOT ON THE GPU ({row.get('backend')})")
+    elif cosine is None or not cosine >= bound:
+        flags.append(f"ANSWERS OFF (cosine {cosine}, bound {bound})")
+    if any("cooperative matrices off" in t for t in row.get("gpu_gemm_timings") or []):
+        flags.append("COOP OFF")
+    print(f"{label:55} {row['median_ms']:9.3f} ms  {row['encoder_tflop_per_s']:7.2f} TFLOP/s  "
+          f"first {row['first_ms']:8.1f} ms  cosine {cosine}  {' '.join(flags)}")

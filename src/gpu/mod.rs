@@ -34,6 +34,26 @@ pub use saved::forget_for_test as forget_tilings_for_test;
 pub use saved::{export as export_tilings, import as import_tilings};
 pub use tune::timed_count as tilings_timed;
 
+/// Runs `work` inside validation and out-of-memory error scopes of `device`: its result, and
+/// what the device refused, if anything, in one line (wgpu's description runs over several:
+/// "Caused by: …").
+async fn refused<T>(
+    device: &wgpu::Device,
+    work: impl std::future::Future<Output = T>,
+) -> (T, Option<String>) {
+    let out_of_memory = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let out = work.await;
+    let error = invalid.pop().await.or(out_of_memory.pop().await);
+    let why = error.map(|e| {
+        e.to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    (out, why)
+}
+
 /// Longest sequence the attention shader handles (its workgroup score buffer).
 const MAX_SEQ: usize = 512;
 /// Widest head the attention shaders handle.

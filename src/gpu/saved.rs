@@ -54,9 +54,13 @@ impl Row {
         }
     }
 
+    /// What a row is the timing of: adapter, kernel choice, weights and shape.
+    fn id(&self) -> (&str, &str, &str, [usize; 3]) {
+        (&self.adapter, &self.kernels, &self.weights, self.shape)
+    }
+
     fn same_shape(&self, other: &Row) -> bool {
-        (self.adapter == other.adapter && self.kernels == other.kernels)
-            && (self.weights == other.weights && self.shape == other.shape)
+        self.id() == other.id()
     }
 }
 
@@ -120,17 +124,7 @@ pub fn export() -> String {
             rows.push(r.clone());
         }
     }
-    rows.sort_by(|a, b| {
-        let key = |r: &Row| {
-            (
-                r.adapter.clone(),
-                r.kernels.clone(),
-                r.weights.clone(),
-                r.shape,
-            )
-        };
-        key(a).cmp(&key(b))
-    });
+    rows.sort_by(|a, b| a.id().cmp(&b.id()));
     let text = Saved {
         format: FORMAT.to_string(),
         rows,
@@ -159,10 +153,13 @@ pub fn forget_for_test(json: &str) -> Result<()> {
 pub fn restore(adapter: &str, choice: &KernelChoice, key: GemmKey) -> Option<Tuned> {
     let (kernels, weights) = names(choice, key.weights);
     let mut rows = saved();
-    let at = rows.iter().position(|r| {
-        (r.adapter == adapter && r.kernels == kernels)
-            && (r.weights == weights && r.shape == [key.m, key.n, key.k])
-    })?;
+    let id = (
+        adapter,
+        kernels.as_str(),
+        weights.as_str(),
+        [key.m, key.n, key.k],
+    );
+    let at = rows.iter().position(|r| r.id() == id)?;
     let row = &rows[at];
     let plans = tune::candidates(choice, key);
     let plan = plans.iter().find(|p| p.describe() == row.tiling);

@@ -139,18 +139,9 @@ impl GpuExecutor {
             return Ok(());
         }
         let device = self.ctx.device.clone();
-        let out_of_memory = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let timed = self.time_tilings(&todo).await;
-        let refused = invalid.pop().await.or(out_of_memory.pop().await);
-        if let Some(e) = refused {
+        let (timed, refused) = super::refused(&device, self.time_tilings(&todo)).await;
+        if let Some(why) = refused {
             self.tuning_failed = true;
-            // wgpu's description runs over several lines ("Caused by: …"): one line here.
-            let why = e
-                .to_string()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
             let line = format!("timing GEMM tilings failed, tilings by rule from now: {why}");
             self.timings.push(line);
             return Ok(());

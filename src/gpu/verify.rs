@@ -106,8 +106,6 @@ impl GpuExecutor {
             storage(d, "check_b", m * n * 4),
         ];
         let reads = [staging(d, m * n * 4), staging(d, m * n * 4)];
-        let out_of_memory = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let invalid = d.push_error_scope(wgpu::ErrorFilter::Validation);
         let runs = [
             (plan.unwrap_or(short), source, &outs[0]),
             (tiled, g, &outs[1]),
@@ -122,13 +120,8 @@ impl GpuExecutor {
             let reads: Vec<_> = reads.iter().map(|r| (r, m * n * 4)).collect();
             self.submit_and_read(enc, &reads).await
         };
-        let read = read.await;
-        if let Some(e) = invalid.pop().await.or(out_of_memory.pop().await) {
-            let why = e
-                .to_string()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
+        let (read, refused) = super::refused(d, read).await;
+        if let Some(why) = refused {
             return Ok(Some(format!("the device refused their GEMM: {why}")));
         }
         let read = match read {

@@ -1,22 +1,33 @@
 #!/usr/bin/env python3
 """One line per `webert bench` JSON row of an h200_bench.sh log (stdin): the variant, batch,
 median ms, TFLOP/s and the GPU's agreement with the CPU (`cpu_parity`), flagging rows whose
-answers are off (cosine below 0.999, or 0.99 for q4/q8) and cooperative matrices turned off."""
+answers are off (cosine below 0.999, or 0.99 for q4/q8) and cooperative matrices turned off;
+a variant that printed no row is listed as FAILED with the last line it printed."""
 import json
 import sys
 
-label = ""
+label, said, pending = "", "", False
+
+
+def failed():
+    if pending:
+        print(f"{label:55} FAILED: {said or 'no output'}")
+
+
 for line in sys.stdin:
     line = line.strip()
     if line.startswith("== webert"):
-        label = line[len("== webert "):]
-        continue
-    if not line.startswith("{"):
+        failed()
+        label, said, pending = line[len("== webert "):], "", True
         continue
     try:
-        row = json.loads(line)
+        row = json.loads(line) if line.startswith("{") else None
     except json.JSONDecodeError:
+        row = None
+    if row is None:
+        said = line or said
         continue
+    pending = False
     parity = row.get("cpu_parity") or {}
     cosine = parity.get("cosine")
     low_bit = " q4" in row.get("model", "") or " q8" in row.get("model", "")
@@ -30,3 +41,4 @@ for line in sys.stdin:
         flags.append("COOP OFF")
     print(f"{label:55} {row['median_ms']:9.3f} ms  {row['encoder_tflop_per_s']:7.2f} TFLOP/s  "
           f"first {row['first_ms']:8.1f} ms  cosine {cosine}  {' '.join(flags)}")
+failed()

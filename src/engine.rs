@@ -454,6 +454,15 @@ impl Engine {
         }
     }
 
+    /// Pretends the GPU offers cooperative matrices whose shader the device refuses: that must
+    /// turn them off, not count as the device failing.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn refuse_gpu_coop_shader_for_test(&self) {
+        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            g.exec.refuse_coop_shader_for_test();
+        }
+    }
+
     /// The cooperative-matrix check's verdict on a stand-in (the tiled f16 GEMM on 16-row
     /// tiles; on another layer's weights when `wrong`): `None` when it agrees with the 64-row
     /// one, else why not.

@@ -769,6 +769,46 @@ fn cooperative_matrices_are_checked_on_the_device_before_use() {
     );
 }
 
+/// A driver may refuse the cooperative-matrix shader (an experimental wgpu feature). Their
+/// pipeline is built when they are checked, inside error scopes, so a refusal turns them off,
+/// says why, and leaves the device working: the forward answers as the CPU on the GPU.
+#[test]
+fn a_refused_cooperative_matrix_shader_only_turns_them_off() {
+    let dir = model_dir("minilm");
+    let f16 = GpuOptions {
+        f16: Some(true),
+        ..Default::default()
+    };
+    let gpu = match load(ModelFiles::from_dir(&dir).unwrap(), on_gpu(f16)) {
+        Err(e) if e.to_string().contains("shader-f16") => {
+            return eprintln!("skipping the refused cooperative-matrix shader: {e}");
+        }
+        gpu => usable(gpu),
+    };
+    let Some(gpu) = gpu else {
+        return;
+    };
+    gpu.refuse_gpu_coop_shader_for_test();
+    let cpu = engine(&dir);
+    let g = golden("minilm.json");
+    let mut inputs = untruncated_inputs(&g);
+    inputs.truncate(2);
+    let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
+    let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let c = cosine(&x.concat(), &y.concat());
+        assert!(c >= 0.999, "case {i}: cosine {c}");
+    }
+    assert!(gpu.gpu_failure().is_none(), "{:?}", gpu.gpu_failure());
+    let backend = gpu.backend();
+    assert!(backend.starts_with("gpu"), "{backend}");
+    assert!(backend.contains("cooperative matrices off"), "{backend}");
+    let timings = gpu.gpu_gemm_timings();
+    let prefix = "cooperative matrices off: the device refused their shader: ";
+    assert!(timings[0].starts_with(prefix), "{timings:?}");
+    assert!(!timings[0].contains('\n'), "{timings:?}");
+}
+
 /// Timed tilings saved as JSON and read back by a new process (here: this process's tilings
 /// of the model's shapes forgotten) are restored instead of timed again and give the CPU's
 /// answers; a saved tiling the device would not time now (other shaders) is timed again.

@@ -234,16 +234,21 @@ impl GpuContext {
             lanes: k.lanes.unwrap_or(!hardware) && k.tile.is_none(),
             tune: k.tune.unwrap_or(hardware) && k.tile.is_none() && timestamps,
         };
-        let desc = wgpu::DeviceDescriptor {
-            label: Some("webert"),
-            required_features: features,
-            required_limits: limits.clone(),
-            ..Default::default()
-        };
-        let (device, queue) = adapter.request_device(&desc).await.map_err(|e| {
-            let msg = format!("{}: device creation failed: {e}", info.name);
-            Error::gpu(GpuErrorKind::Unavailable, msg)
-        })?;
+        let (device, queue, refused) =
+            request_device(&adapter, features, &limits)
+                .await
+                .map_err(|e| {
+                    let msg = format!("{}: device creation failed: {e}", info.name);
+                    Error::gpu(GpuErrorKind::Unavailable, msg)
+                })?;
+        let mut choice = choice;
+        if let Some(why) = &refused {
+            if k.coop == Some(true) {
+                let msg = format!("{}: cooperative matrices: {why}", info.name);
+                return Err(Error::gpu(GpuErrorKind::Unavailable, msg));
+            }
+            choice.coop = None;
+        }
         let failure = Arc::new(Mutex::new(None));
         let f = failure.clone();
         device.on_uncaptured_error(Arc::new(move |e| {
@@ -274,7 +279,7 @@ impl GpuContext {
             options,
             choice,
             int_dot,
-            coop_failed: None,
+            coop_failed: refused,
             failure,
         })
     }
@@ -359,6 +364,41 @@ impl GpuContext {
     }
 }
 
+/// A device with `features` and `limits`. Experimental features (cooperative matrices) are
+/// opted into as wgpu requires; should the device still refuse them, it is made without them,
+/// and why they are off comes back beside it.
+pub(super) async fn request_device(
+    adapter: &wgpu::Adapter,
+    features: wgpu::Features,
+    limits: &wgpu::Limits,
+) -> std::result::Result<(wgpu::Device, wgpu::Queue, Option<String>), wgpu::RequestDeviceError> {
+    let experimental = features & wgpu::Features::all_experimental_mask();
+    let desc = |features| wgpu::DeviceDescriptor {
+        label: Some("webert"),
+        required_features: features,
+        required_limits: limits.clone(),
+        // SAFETY: wgpu's opt-in for features it calls experimental, which it may implement with
+        // bugs. The only one asked for is cooperative matrices, and their GEMM is checked on the
+        // device against the tiled kernel before a forward uses it (`verify.rs`).
+        experimental_features: match experimental.is_empty() {
+            true => wgpu::ExperimentalFeatures::disabled(),
+            false => unsafe { wgpu::ExperimentalFeatures::enabled() },
+        },
+        ..Default::default()
+    };
+    match adapter.request_device(&desc(features)).await {
+        Ok((device, queue)) => Ok((device, queue, None)),
+        Err(e) if !experimental.is_empty() => {
+            let (device, queue) = adapter
+                .request_device(&desc(features - experimental))
+                .await?;
+            let why = format!("the device refused them: {e}");
+            Ok((device, queue, Some(why)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The subgroup size for the cooperative-matrix GEMM: the adapter lists 16x16x16 with f16
 /// operands and an f32 accumulator and runs one fixed subgroup size (the shader's workgroup
 /// is four subgroups, each owning a 32x32 quarter of the tile).
@@ -376,4 +416,40 @@ fn coop_subgroup(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> Option<u3
     });
     let size = info.subgroup_min_size;
     (has && size == info.subgroup_max_size && (8..=128).contains(&size)).then_some(size)
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    /// An experimental feature the adapter lacks (no adapter here has cooperative matrices)
+    /// makes the device refuse them; the device is then made without them, saying why.
+    #[test]
+    fn a_device_that_refuses_cooperative_matrices_is_made_without_them() {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let options = wgpu::RequestAdapterOptions::default();
+        let Ok(adapter) = pollster::block_on(instance.request_adapter(&options)) else {
+            let required = std::env::var_os("CI").is_some()
+                || std::env::var_os("WEBERT_REQUIRE_GPU").is_some();
+            assert!(!required, "no GPU adapter");
+            return eprintln!("skipped: no GPU adapter");
+        };
+        let coop = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        if adapter.features().contains(coop) {
+            return eprintln!("skipped: this adapter has cooperative matrices");
+        }
+        let limits = adapter.limits();
+        let features = coop | (adapter.features() & wgpu::Features::TIMESTAMP_QUERY);
+        let (device, _, why) =
+            pollster::block_on(request_device(&adapter, features, &limits)).unwrap();
+        let why = why.expect("a device refusing cooperative matrices says so");
+        assert!(why.starts_with("the device refused them: "), "{why}");
+        assert!(!device.features().contains(coop));
+        assert_eq!(features - coop, device.features() & features);
+        // Without experimental features nothing is retried or said.
+        let plain = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        let (_, _, why) = pollster::block_on(request_device(&adapter, plain, &limits)).unwrap();
+        assert_eq!(why, None);
+    }
 }

@@ -34,7 +34,7 @@ pub use saved::forget_for_test as forget_tilings_for_test;
 pub use saved::{export as export_tilings, import as import_tilings};
 pub use tune::timed_count as tilings_timed;
 
-/// Runs `work` inside validation and out-of-memory error scopes of `device`: its result, and
+/// Runs `work` inside validation, internal and out-of-memory error scopes of `device`: its result, and
 /// what the device refused, if anything, in one line (wgpu's description runs over several:
 /// "Caused by: …").
 async fn refused<T>(
@@ -42,9 +42,12 @@ async fn refused<T>(
     work: impl std::future::Future<Output = T>,
 ) -> (T, Option<String>) {
     let out_of_memory = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
     let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let out = work.await;
-    let error = invalid.pop().await.or(out_of_memory.pop().await);
+    let invalid = invalid.pop().await;
+    let internal = internal.pop().await;
+    let error = invalid.or(internal).or(out_of_memory.pop().await);
     let why = error.map(|e| {
         e.to_string()
             .split_whitespace()
@@ -77,9 +80,9 @@ pub struct GpuExecutor {
     tuning_failed: bool,
     /// Cooperative matrices were checked on the device (`verify.rs`).
     coop_checked: bool,
-    /// The coop check compares a tiled kernel (on the wrong weights when true) in their place.
+    /// What the coop check meets in their place (tests).
     #[cfg(any(test, feature = "test-hooks"))]
-    coop_stand_in: Option<bool>,
+    coop_stand_in: Option<verify::StandIn>,
     /// Timestamps rounded down to multiples of this many ms, as browsers round them (tests).
     #[cfg(any(test, feature = "test-hooks"))]
     timestamp_quantum_ms: Option<f64>,
@@ -116,6 +119,10 @@ impl GpuExecutor {
         });
         let pipelines = Pipelines::new(&ctx.device, &ctx.choice, ctx.q8_int());
         ctx.check()?;
+        // Cooperative matrices the device would not be made with.
+        let timings = (ctx.coop_failed.iter())
+            .map(|why| format!("cooperative matrices off: {why}"))
+            .collect();
         Ok(GpuExecutor {
             ctx,
             pipelines,
@@ -125,7 +132,7 @@ impl GpuExecutor {
             dummy,
             buckets: HashMap::new(),
             tuned: HashMap::new(),
-            timings: Vec::new(),
+            timings,
             tuning_failed: false,
             coop_checked: false,
             #[cfg(any(test, feature = "test-hooks"))]

@@ -2,10 +2,12 @@
 //! (lavapipe and SwiftShader lack it). So before a forward first uses them, the device runs one
 //! GEMM of the model's own f16 weights on them and on the tiled f16 kernel that CI checks
 //! against the CPU. Should the two disagree, or the device refuse either, cooperative matrices
-//! are turned off for this executor and the forward goes on with the tiled kernels.
+//! are turned off for this executor and the forward goes on with the tiled kernels. Their
+//! pipeline is built here too, inside error scopes: a driver that refuses the shader only turns
+//! them off.
 
 use super::bucket::{filled, staging, storage, GemmShape};
-use super::pipelines::{GemmPlan, GemmWeights, Kernel};
+use super::pipelines::{build, GemmPlan, GemmWeights, Kernel};
 use super::readback::f32s;
 use super::GpuExecutor;
 use crate::error::Result;
@@ -24,17 +26,7 @@ impl GpuExecutor {
             return Ok(());
         }
         self.coop_checked = true;
-        let coop = GemmPlan {
-            kernel: Kernel::GemmCoop,
-            split_k: 1,
-        };
-        let (plan, wrong) = (Some(coop), false);
-        #[cfg(any(test, feature = "test-hooks"))]
-        let (plan, wrong) = match self.coop_stand_in {
-            Some(wrong) => (None, wrong),
-            None => (plan, wrong),
-        };
-        if let Some(why) = self.disagreement(dims, plan, wrong).await? {
+        if let Some(why) = self.coop_verdict(dims).await? {
             self.ctx.choice.coop = None;
             self.timings
                 .push(format!("cooperative matrices off: {why}"));
@@ -43,12 +35,54 @@ impl GpuExecutor {
         Ok(())
     }
 
+    /// `None` when the device builds the cooperative-matrix GEMM and it agrees with the tiled
+    /// one, else why not.
+    async fn coop_verdict(&mut self, dims: Dims) -> Result<Option<String>> {
+        #[cfg(any(test, feature = "test-hooks"))]
+        match self.coop_stand_in {
+            Some(StandIn::WrongWeights) => return self.disagreement(dims, None, true).await,
+            Some(StandIn::RefusedShader) => return Ok(self.build_coop(Some(REFUSED)).await),
+            None => {}
+        }
+        if let Some(why) = self.build_coop(None).await {
+            return Ok(Some(why));
+        }
+        let coop = GemmPlan {
+            kernel: Kernel::GemmCoop,
+            split_k: 1,
+        };
+        self.disagreement(dims, Some(coop), false).await
+    }
+
+    /// Builds the cooperative-matrix pipeline (tests: from `code` instead) inside error scopes;
+    /// why not, where the device refused it.
+    async fn build_coop(&mut self, code: Option<&str>) -> Option<String> {
+        let d = self.ctx.device.clone();
+        let choice = self.ctx.choice;
+        let code = code.map_or_else(|| Kernel::GemmCoop.code(&choice), str::to_string);
+        let built = async { build(&d, Kernel::GemmCoop.name(), &code) };
+        match super::refused(&d, built).await {
+            (_, Some(why)) => Some(format!("the device refused their shader: {why}")),
+            (pipeline, None) => {
+                self.pipelines.insert(Kernel::GemmCoop, pipeline);
+                None
+            }
+        }
+    }
+
     /// Pretends the adapter offers cooperative matrices whose check fails: the check compares a
     /// tiled kernel fed another layer's weights in their place.
     #[cfg(any(test, feature = "test-hooks"))]
     pub fn fail_coop_check_for_test(&mut self) {
         self.ctx.choice.coop = Some(32);
-        self.coop_stand_in = Some(true);
+        self.coop_stand_in = Some(StandIn::WrongWeights);
+    }
+
+    /// Pretends the adapter offers cooperative matrices whose shader the device refuses.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn refuse_coop_shader_for_test(&mut self) {
+        self.ctx.choice.coop = Some(32);
+        self.coop_stand_in = Some(StandIn::RefusedShader);
     }
 
     /// The check's verdict on its stand-in (`disagreement` without a plan).
@@ -141,6 +175,20 @@ impl GpuExecutor {
         }))
     }
 }
+
+/// What the coop check meets in place of cooperative matrices no adapter here has (tests).
+#[cfg(any(test, feature = "test-hooks"))]
+#[derive(Debug, Clone, Copy)]
+pub(super) enum StandIn {
+    /// The tiled kernel on another layer's weights: a wrong answer.
+    WrongWeights,
+    /// A shader the device refuses (`REFUSED`).
+    RefusedShader,
+}
+
+/// WGSL that fails validation, as a driver or wgpu may refuse the cooperative-matrix shader.
+#[cfg(any(test, feature = "test-hooks"))]
+const REFUSED: &str = "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }";
 
 /// ‖a − b‖ / ‖b‖; NaN or infinite where either has a non-finite value or the lengths differ.
 fn relative_distance(a: &[f32], b: &[f32]) -> f64 {

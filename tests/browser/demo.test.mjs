@@ -622,7 +622,7 @@ test('WebGPU (SwiftShader): a long text reports its windows one by one, as on th
   }
 });
 
-test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says so, saves the tilings for the next model; a bad value is a clear error', T, async () => {
+test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says so, saves the tilings for the next model on the same adapter; a bad value is a clear error', T, async () => {
   const b = await launch();
   try {
     await b.page.goto(`${server.url}?device=cpu`);
@@ -639,15 +639,20 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
           const again = await ner(text.toUpperCase(), { aggregation_strategy: 'none' });
           const ms = [t1 - t0, t2 - t1, performance.now() - t2].map(Math.round);
           const saved = ner.info.savedGpuTilings;
+          const adapter = ner.info.adapter?.replace(' (fallback adapter)', '');
           ner.dispose();
-          return { backend: es.backend, entities: es.map((e) => [e.entity, e.start, e.end, e.score]), again: again.backend, ms, saved, stored: await stored() };
+          const { keys, text: storedText } = await stored();
+          return { backend: es.backend, entities: es.map((e) => [e.entity, e.start, e.end, e.score]), again: again.backend, ms, saved, adapter, keys, stored: storedText };
         } catch (e) {
           return { error: e.message };
         }
       };
+      // Every entry's name, and the text of the first.
       const stored = async () => {
-        const res = await (await caches.open('webert-gpu-v1')).match('https://webert.invalid/gpu-tilings.json');
-        return res ? await res.text() : null;
+        const cache = await caches.open('webert-gpu-v1');
+        const keys = await cache.keys();
+        const text = keys.length ? await (await cache.match(keys[0])).text() : null;
+        return { keys: keys.map((k) => decodeURIComponent(k.url)), text };
       };
       await caches.delete('webert-gpu-v1');
       const bad = await pipeline('ner', '/tiny/bert-gelu-tanh-f16/', { device: 'webgpu', gpuTilings: 'fast' }).then(() => null, (e) => e.message);
@@ -656,7 +661,14 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
       // A second model (its own worker and instance, as a later page's) restores the tilings.
       const restored = await run({ device: 'webgpu', gpuTilings: 'timed' });
       const uncached = await run({ device: 'webgpu', gpuTilings: 'timed', cache: false });
-      return { cpu, timed, restored, uncached, bad };
+      // Another GPU's tilings (the same text under another adapter's entry) are not read.
+      const cache = await caches.open('webert-gpu-v1');
+      const [own] = await cache.keys();
+      const saved = await (await cache.match(own)).text();
+      await cache.delete(own);
+      await cache.put(`https://webert.invalid/gpu-tilings/${encodeURIComponent('nvidia hopper')}.json`, new Response(saved));
+      const foreign = await run({ device: 'webgpu', gpuTilings: 'timed' });
+      return { cpu, timed, restored, uncached, foreign, bad };
     });
     assert.match(r.bad, /gpuTilings must be 'timed' or 'rule', not `fast`/);
     assert.equal(r.cpu.error, undefined, r.cpu.error);
@@ -670,8 +682,11 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
       assert.match(r.timed.again, /^gpu /);
       assert.deepEqual(r.timed.entities.map((e) => e.slice(0, 3)), r.cpu.entities.map((e) => e.slice(0, 3)));
       r.timed.entities.forEach((e, i) => assert.ok(Math.abs(e[3] - r.cpu.entities[i][3]) < 1e-3, `score ${i}`));
-      // The first model timed its tilings and stored them: one row per GEMM shape run.
+      // The first model timed its tilings and stored them under its adapter's entry: one row
+      // per GEMM shape run.
       assert.equal(r.timed.saved, 0);
+      assert.ok(r.timed.adapter, 'the adapter is named');
+      assert.deepEqual(r.timed.keys, [`https://webert.invalid/gpu-tilings/${r.timed.adapter}.json`]);
       const rows = JSON.parse(r.timed.stored).rows;
       assert.ok(rows.length >= 4 && rows.every((row) => row.ms > 0), r.timed.stored);
       // The second read them, timed nothing (the stored text is as the first left it: a new
@@ -682,6 +697,10 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
       // `cache: false` neither reads nor writes them.
       assert.equal(r.uncached.saved, 0);
       assert.equal(r.uncached.stored, r.timed.stored);
+      // Tilings stored for another adapter are not restored: this one times its own again.
+      assert.equal(r.foreign.saved, 0);
+      assert.deepEqual(r.foreign.entities, r.timed.entities);
+      assert.deepEqual([...r.foreign.keys].sort(), [r.timed.keys[0], 'https://webert.invalid/gpu-tilings/nvidia hopper.json'].sort());
     }
     assert.deepEqual(b.logs.filter((l) => l.startsWith('[pageerror]')), []);
   } finally {

@@ -51,7 +51,7 @@ export class Model {
     const adapter = device === 'cpu' ? null : await webgpuAdapter();
     // `upload` covers setting WebGPU up and, under auto, timing it against the CPU.
     if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
-    const savedTilings = adapter && this.options.gpuTilings !== 'rule' ? await restoreTilings(glue, this.options) : 0;
+    const savedTilings = adapter && this.options.gpuTilings !== 'rule' ? await restoreTilings(glue, adapter.name, this.options) : 0;
     try {
       const quantized = this.options.quantized ?? 'int';
       this.engine = await runtime.guarded(loader.load(device, allowFallback, this.options.probe !== false, quantized));
@@ -69,6 +69,7 @@ export class Model {
       runtime.helpers.warm = true;
     }
     if (this.engine.hasGpu() && adapter) {
+      this.adapterName = adapter.name;
       this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
       this.info.savedGpuTilings = savedTilings;
       await this.saveTilings(); // the probe's forward may have timed some
@@ -195,7 +196,9 @@ export class Model {
 
   /** Stores GEMM tilings the GPU timed since the last store (tilings.js). */
   async saveTilings() {
-    if (this.live && this.engine.hasGpu()) await saveTilings(runtime.glue, runtime.generation, this.options);
+    if (this.live && this.engine.hasGpu() && this.adapterName != null) {
+      await saveTilings(runtime.glue, runtime.generation, this.adapterName, this.options);
+    }
   }
 
   dispose() {

@@ -9,10 +9,13 @@ import { hasRelaxedSimd, wasmUrl } from './simd.js';
 /**
  * The adapter WebGPU gives this context, or null: `{ name, isFallbackAdapter }`, named as
  * readably as the browser allows. A fallback adapter (SwiftShader) emulates a GPU on the CPU.
+ * Asked for as the engine asks (high performance), so that on a machine with two GPUs this is
+ * the one the engine gets.
  */
 export async function webgpuAdapter() {
   try {
-    const adapter = typeof navigator !== 'undefined' && navigator.gpu && (await navigator.gpu.requestAdapter());
+    const gpu = typeof navigator !== 'undefined' && navigator.gpu;
+    const adapter = gpu && (await gpu.requestAdapter({ powerPreference: 'high-performance' }));
     if (!adapter) return null;
     const i = adapter.info ?? {};
     const name = [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(' ') || 'unnamed adapter';

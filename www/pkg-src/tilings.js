@@ -2,9 +2,16 @@
 // page load, or another model's worker, restores them instead of timing each shape again on its
 // first call. The engine checks each saved tiling against what it would time now (adapter,
 // kernel choice, shape, shaders): a stale or foreign entry only means timing that shape again.
+// Browsers give WebAssembly's WebGPU no adapter identity beyond an often empty description, so
+// each adapter JS can tell apart (vendor, architecture, device, description) has its own entry:
+// one GPU's tilings are not taken for another's (a laptop's integrated and discrete GPUs).
 
 export const TILINGS_CACHE = 'webert-gpu-v1';
-const KEY = 'https://webert.invalid/gpu-tilings.json';
+
+/** The entry of the adapter named `adapter` (`webgpuAdapter().name`). */
+export function tilingsKey(adapter) {
+  return `https://webert.invalid/gpu-tilings/${encodeURIComponent(adapter)}.json`;
+}
 
 async function open(opts) {
   if (opts.cache === false || typeof caches === 'undefined') return null;
@@ -15,24 +22,25 @@ async function open(opts) {
   }
 }
 
-async function read(cache) {
+async function read(cache, key) {
   try {
-    const res = await cache.match(KEY);
+    const res = await cache.match(key);
     return res ? await res.text() : null;
   } catch {
     return null;
   }
 }
 
-/** Reads the saved tilings into the instance `glue`: how many rows they have (0: none). */
-export async function restoreTilings(glue, opts) {
+/** Reads the adapter's saved tilings into the instance `glue`: how many rows they have (0: none). */
+export async function restoreTilings(glue, adapter, opts) {
   const cache = await open(opts);
-  const text = cache && (await read(cache));
+  const key = tilingsKey(adapter);
+  const text = cache && (await read(cache, key));
   if (!text) return 0;
   try {
     return glue.importGpuTilings(text);
   } catch {
-    await cache.delete(KEY).catch(() => {}); // not tilings (a broken write): time anew
+    await cache.delete(key).catch(() => {}); // not tilings (a broken write): time anew
     return 0;
   }
 }
@@ -45,7 +53,7 @@ let stored = '';
  * other workers stored meanwhile (the instance's own timings win). Never throws: a refused write
  * costs a timing next time.
  */
-export async function saveTilings(glue, generation, opts) {
+export async function saveTilings(glue, generation, adapter, opts) {
   try {
     const timed = glue.gpuTilingsTimed();
     const mark = `${generation}:${timed}`;
@@ -53,7 +61,8 @@ export async function saveTilings(glue, generation, opts) {
     stored = mark;
     const cache = await open(opts);
     if (!cache) return;
-    const others = await read(cache);
+    const key = tilingsKey(adapter);
+    const others = await read(cache, key);
     if (others) {
       try {
         glue.importGpuTilings(others);
@@ -62,7 +71,7 @@ export async function saveTilings(glue, generation, opts) {
       }
     }
     const headers = { 'content-type': 'application/json' };
-    await cache.put(KEY, new Response(glue.exportGpuTilings(), { headers }));
+    await cache.put(key, new Response(glue.exportGpuTilings(), { headers }));
   } catch {
     // quota, private mode, a closed worker
   }

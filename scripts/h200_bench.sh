@@ -41,6 +41,9 @@ if [ -z "$icd" ] && [ -z "${H200_DRY:-}" ]; then
   fi
 fi
 [ -n "$icd" ] && export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+# Vulkan only: without a Vulkan driver wgpu would otherwise take NVIDIA's OpenGL ES through EGL,
+# which has none of the features measured here.
+export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 echo "vulkan icd: ${icd:-none found (webert rows will fail: no NVIDIA Vulkan driver in this container)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader || true
 echo "peaks (H200 SXM, datasheet): fp32 67 TFLOP/s, fp16 tensor 989 TFLOP/s dense, HBM3e 4.8 TB/s"

@@ -7,6 +7,7 @@ import json
 import sys
 
 label, said, pending = "", "", False
+backends = {}
 
 
 def failed():
@@ -28,6 +29,7 @@ for line in sys.stdin:
         said = line or said
         continue
     pending = False
+    backends[row.get("backend", "?")] = backends.get(row.get("backend", "?"), 0) + 1
     parity = row.get("cpu_parity") or {}
     cosine = parity.get("cosine")
     low_bit = " q4" in row.get("model", "") or " q8" in row.get("model", "")
@@ -42,3 +44,5 @@ for line in sys.stdin:
     print(f"{label:55} {row['median_ms']:9.3f} ms  {row['encoder_tflop_per_s']:7.2f} TFLOP/s  "
           f"first {row['first_ms']:8.1f} ms  cosine {cosine}  {' '.join(flags)}")
 failed()
+for backend, rows in backends.items():
+    print(f"backend ({rows} rows): {backend}")

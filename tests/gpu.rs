@@ -720,6 +720,36 @@ fn a_refused_timing_falls_back_to_the_rule_and_keeps_the_gpu() {
     assert!(gpu.backend().starts_with("gpu"), "{}", gpu.backend());
 }
 
+/// MiniLM on the GPU with f16 weights (what cooperative matrices need), or `None` where the
+/// adapter lacks `shader-f16` (said on stderr) or there is no adapter.
+fn minilm_f16(dir: &Path) -> Option<Engine> {
+    let f16 = GpuOptions {
+        f16: Some(true),
+        ..Default::default()
+    };
+    match load(ModelFiles::from_dir(dir).unwrap(), on_gpu(f16)) {
+        Err(e) if e.to_string().contains("shader-f16") => {
+            eprintln!("skipping a cooperative-matrix test: {e}");
+            None
+        }
+        gpu => usable(gpu),
+    }
+}
+
+/// The first `n` MiniLM golden texts' hidden states on `gpu` within cosine 0.999 of the CPU's.
+fn assert_minilm_near_cpu(gpu: &Engine, dir: &Path, n: usize) {
+    let cpu = engine(dir);
+    let g = golden("minilm.json");
+    let mut inputs = untruncated_inputs(&g);
+    inputs.truncate(n);
+    let a = block_on(embed::hidden_states(gpu, &inputs, None)).unwrap();
+    let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let c = cosine(&x.concat(), &y.concat());
+        assert!(c >= 0.999, "case {i}: cosine {c}");
+    }
+}
+
 /// Cooperative matrices, which no adapter here offers, are checked on the device before a
 /// forward uses them: one GEMM of the model's weights against the tiled f16 kernel. The check
 /// passes a kernel that computes the same product (16-row tiles) and fails one fed another
@@ -727,17 +757,7 @@ fn a_refused_timing_falls_back_to_the_rule_and_keeps_the_gpu() {
 #[test]
 fn cooperative_matrices_are_checked_on_the_device_before_use() {
     let dir = model_dir("minilm");
-    let f16 = GpuOptions {
-        f16: Some(true),
-        ..Default::default()
-    };
-    let gpu = match load(ModelFiles::from_dir(&dir).unwrap(), on_gpu(f16)) {
-        Err(e) if e.to_string().contains("shader-f16") => {
-            return eprintln!("skipping the cooperative-matrix check: {e}");
-        }
-        gpu => usable(gpu),
-    };
-    let Some(gpu) = gpu else {
+    let Some(gpu) = minilm_f16(&dir) else {
         return;
     };
     assert_eq!(block_on(gpu.check_gpu_gemm_for_test(false)).unwrap(), None);
@@ -747,16 +767,7 @@ fn cooperative_matrices_are_checked_on_the_device_before_use() {
     assert!(why.starts_with("their 64x1152x384 GEMM is "), "{why}");
 
     gpu.fail_gpu_coop_check_for_test();
-    let cpu = engine(&dir);
-    let g = golden("minilm.json");
-    let mut inputs = untruncated_inputs(&g);
-    inputs.truncate(3);
-    let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
-    let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let c = cosine(&x.concat(), &y.concat());
-        assert!(c >= 0.999, "case {i}: cosine {c}");
-    }
+    assert_minilm_near_cpu(&gpu, &dir, 3);
     let backend = gpu.backend();
     assert!(
         backend.contains("cooperative matrices off: failed their check"),
@@ -775,30 +786,11 @@ fn cooperative_matrices_are_checked_on_the_device_before_use() {
 #[test]
 fn a_refused_cooperative_matrix_shader_only_turns_them_off() {
     let dir = model_dir("minilm");
-    let f16 = GpuOptions {
-        f16: Some(true),
-        ..Default::default()
-    };
-    let gpu = match load(ModelFiles::from_dir(&dir).unwrap(), on_gpu(f16)) {
-        Err(e) if e.to_string().contains("shader-f16") => {
-            return eprintln!("skipping the refused cooperative-matrix shader: {e}");
-        }
-        gpu => usable(gpu),
-    };
-    let Some(gpu) = gpu else {
+    let Some(gpu) = minilm_f16(&dir) else {
         return;
     };
     gpu.refuse_gpu_coop_shader_for_test();
-    let cpu = engine(&dir);
-    let g = golden("minilm.json");
-    let mut inputs = untruncated_inputs(&g);
-    inputs.truncate(2);
-    let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
-    let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let c = cosine(&x.concat(), &y.concat());
-        assert!(c >= 0.999, "case {i}: cosine {c}");
-    }
+    assert_minilm_near_cpu(&gpu, &dir, 2);
     assert!(gpu.gpu_failure().is_none(), "{:?}", gpu.gpu_failure());
     let backend = gpu.backend();
     assert!(backend.starts_with("gpu"), "{backend}");

@@ -482,19 +482,22 @@ impl Builder<'_> {
     }
 
     /// For checks that compare kernels on the model's own weights: each run of `runs` is one
-    /// GEMM of `m` rows of `x` by a GEMM's weights (bias and epilogue left out), tiled by an
-    /// unsplit plan, into a buffer of its own.
+    /// GEMM of `m` rows of `x` by a GEMM's weights (bias and epilogue left out), tiled by its
+    /// plan (a split one through partial sums and the reduce pass), into a buffer of its own.
     pub fn gemm_steps(
         &self,
         m: usize,
         x: &wgpu::Buffer,
         runs: &[(GemmPlan, &GemmShape, &wgpu::Buffer)],
     ) -> Result<Vec<Step>> {
+        let split_bytes = (runs.iter().filter(|r| r.0.split_k > 1))
+            .map(|r| r.0.split_k as usize * m * r.1.n * 4)
+            .max();
         let mut rec = Recorder {
             bytes: Vec::new(),
             align: (self.device.limits().min_uniform_buffer_offset_alignment).max(16) as usize,
             steps: Vec::new(),
-            scratch: None,
+            scratch: split_bytes.map(|b| storage(self.device, "check_split_k", b)),
         };
         for &(plan, g, out) in runs {
             let weight = &self.weights[g.linear.weight.0];
@@ -509,7 +512,7 @@ impl Builder<'_> {
                 out,
                 extra: c.aux.iter().collect(),
             };
-            self.push_gemm(&mut rec, GemmPlan { split_k: 1, ..plan }, params, buffers);
+            self.push_gemm(&mut rec, plan, params, buffers);
         }
         self.bind_all(rec)
     }

@@ -1,7 +1,7 @@
 //! Cooperative-matrix GEMMs are an experimental wgpu feature that no adapter in CI offers
 //! (lavapipe and SwiftShader lack it). So before a forward first uses them, the device runs one
-//! GEMM of the model's own f16 weights on them and on the tiled f16 kernel that CI checks
-//! against the CPU. Should the two disagree, or the device refuse either, cooperative matrices
+//! GEMM of the model's own f16 weights on them (whole, and split in two as timed tilings may
+//! pick) and on the tiled f16 kernel that CI checks against the CPU. Should the two disagree, or the device refuse either, cooperative matrices
 //! are turned off for this executor and the forward goes on with the tiled kernels. Their
 //! pipeline is built here too, inside error scopes: a driver that refuses the shader only turns
 //! them off.
@@ -47,11 +47,7 @@ impl GpuExecutor {
         if let Some(why) = self.build_coop(None).await {
             return Ok(Some(why));
         }
-        let coop = GemmPlan {
-            kernel: Kernel::GemmCoop,
-            split_k: 1,
-        };
-        self.disagreement(dims, Some(coop), false).await
+        self.disagreement(dims, Some(Kernel::GemmCoop), false).await
     }
 
     /// Builds the cooperative-matrix pipeline (tests: from `code` instead) inside error scopes;
@@ -85,30 +81,30 @@ impl GpuExecutor {
         self.coop_stand_in = Some(StandIn::RefusedShader);
     }
 
-    /// The check's verdict on its stand-in (`disagreement` without a plan).
+    /// The check's verdict on its stand-in (`disagreement` without a kernel).
     #[cfg(any(test, feature = "test-hooks"))]
     pub async fn check_gemm_for_test(&self, dims: Dims, wrong: bool) -> Result<Option<String>> {
         self.disagreement(dims, None, wrong).await
     }
 
-    /// Runs `plan` (by default the tiled f16 GEMM on 16-row tiles) and the tiled f16 GEMM on
-    /// 64-row tiles over the same activations and the weights of the first f16 GEMM of a
-    /// forward of `dims` (`other_weights`: `plan` gets the next GEMM's of that shape instead, a
-    /// wrong answer for tests); `None` when they agree or there is no such GEMM, else why not.
+    /// Runs `kernel` (by default the tiled f16 GEMM on 16-row tiles), whole and with its
+    /// reduction split in two (the partial sums and the reduce pass, as timing may pick), and
+    /// the tiled f16 GEMM on 64-row tiles, over the same activations and the weights of the
+    /// first f16 GEMM of a forward of `dims` (`other_weights`: `kernel` gets the next GEMM's of
+    /// that shape instead, a wrong answer for tests); `None` when both agree with the tiled one
+    /// or there is no such GEMM, else why not.
     pub(super) async fn disagreement(
         &self,
         dims: Dims,
-        plan: Option<GemmPlan>,
+        kernel: Option<Kernel>,
         other_weights: bool,
     ) -> Result<Option<String>> {
         let gemms = self.builder().gemms(dims);
         let Some(g) = gemms.iter().find(|g| g.weights == GemmWeights::F16) else {
             return Ok(None);
         };
-        let short = GemmPlan {
-            kernel: Kernel::gemm_tiled(g.k, g.weights, true),
-            split_k: 1,
-        };
+        let kernel = kernel.unwrap_or(Kernel::gemm_tiled(g.k, g.weights, true));
+        let checked = |split_k| GemmPlan { kernel, split_k };
         let tiled = GemmPlan {
             kernel: Kernel::gemm_tiled(g.k, g.weights, false),
             split_k: 1,
@@ -135,14 +131,12 @@ impl GpuExecutor {
             wgpu::BufferUsages::STORAGE,
             bytemuck::cast_slice(&x),
         );
-        let outs = [
-            storage(d, "check_a", m * n * 4),
-            storage(d, "check_b", m * n * 4),
-        ];
-        let reads = [staging(d, m * n * 4), staging(d, m * n * 4)];
+        let outs = ["check_whole", "check_split", "check_tiled"].map(|l| storage(d, l, m * n * 4));
+        let reads = [(); 3].map(|_| staging(d, m * n * 4));
         let runs = [
-            (plan.unwrap_or(short), source, &outs[0]),
-            (tiled, g, &outs[1]),
+            (checked(1), source, &outs[0]),
+            (checked(2), source, &outs[1]),
+            (tiled, g, &outs[2]),
         ];
         let read = async {
             let steps = self.builder().gemm_steps(m, &x, &runs)?;
@@ -166,13 +160,19 @@ impl GpuExecutor {
                 return Ok(Some(format!("their GEMM failed: {e}")));
             }
         };
-        let (a, b) = (f32s(&read[0]), f32s(&read[1]));
-        let distance = relative_distance(&a, &b);
-        // NaN (a non-finite value) fails too.
-        let agree = distance <= TOLERANCE;
-        Ok((!agree).then(|| {
-            format!("their {m}x{n}x{k} GEMM is {distance:.3} (relative L2) from the tiled kernel's")
-        }))
+        let tiled = f32s(&read[2]);
+        for (read, how) in read[..2].iter().zip(["", " split in two"]) {
+            let distance = relative_distance(&f32s(read), &tiled);
+            // NaN (a non-finite value) fails too.
+            let agree = distance <= TOLERANCE;
+            if !agree {
+                let gemm = format!("their {m}x{n}x{k} GEMM{how}");
+                return Ok(Some(format!(
+                    "{gemm} is {distance:.3} (relative L2) from the tiled kernel's"
+                )));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -708,6 +708,28 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
   }
 });
 
+test('saved GEMM tilings: two workers storing at once both keep their rows (one writer at a time)', T, async () => {
+  const r = await page.evaluate(async () => {
+    const { saveTilings, tilingsKey } = await import('/pkg/tilings.js');
+    await caches.delete('webert-gpu-v1');
+    // Stand-ins for two instances' glue, each with tilings of its own shapes: export writes the
+    // rows it holds, import adds the stored ones (as the engine does).
+    const glue = (mine) => {
+      const rows = new Map(mine.map((m) => [m, { shape: [m, 8, 8] }]));
+      return {
+        gpuTilingsTimed: () => mine.length,
+        importGpuTilings: (text) => JSON.parse(text).rows.forEach((row) => rows.has(row.shape[0]) || rows.set(row.shape[0], row)),
+        exportGpuTilings: () => JSON.stringify({ rows: [...rows.values()] }),
+      };
+    };
+    const adapter = 'test adapter';
+    await Promise.all([saveTilings(glue([16, 32]), 'a', adapter, {}), saveTilings(glue([64]), 'b', adapter, {})]);
+    const res = await (await caches.open('webert-gpu-v1')).match(tilingsKey(adapter));
+    return JSON.parse(await res.text()).rows.map((row) => row.shape[0]).sort((x, y) => x - y);
+  });
+  assert.deepEqual(r, [16, 32, 64]);
+});
+
 test('auto on a GPU: a forced device loss falls back to the CPU and still answers; an async trap is survived', T, async () => {
   const c = golden('pii.json').cases.find((x) => x.name === 'names_email');
   const r = await page.evaluate(async (text) => {

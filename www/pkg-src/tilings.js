@@ -50,8 +50,8 @@ let stored = '';
 
 /**
  * Stores the tilings when the instance timed new ones since the last store, merged with what
- * other workers stored meanwhile (the instance's own timings win). Never throws: a refused write
- * costs a timing next time.
+ * other workers stored meanwhile (the instance's own timings win), under a Web Lock where there
+ * is one. Never throws: a refused write costs a timing next time.
  */
 export async function saveTilings(glue, generation, adapter, opts) {
   try {
@@ -62,16 +62,22 @@ export async function saveTilings(glue, generation, adapter, opts) {
     const cache = await open(opts);
     if (!cache) return;
     const key = tilingsKey(adapter);
-    const others = await read(cache, key);
-    if (others) {
-      try {
-        glue.importGpuTilings(others);
-      } catch {
-        // not tilings: overwritten below
+    const merge = async () => {
+      const others = await read(cache, key);
+      if (others) {
+        try {
+          glue.importGpuTilings(others);
+        } catch {
+          // not tilings: overwritten below
+        }
       }
-    }
-    const headers = { 'content-type': 'application/json' };
-    await cache.put(key, new Response(glue.exportGpuTilings(), { headers }));
+      const headers = { 'content-type': 'application/json' };
+      await cache.put(key, new Response(glue.exportGpuTilings(), { headers }));
+    };
+    // One writer at a time across this origin's workers and tabs: two merging at once would each
+    // write what it read before the other's write, and one's rows would be lost.
+    const locks = globalThis.navigator?.locks;
+    await (locks ? locks.request(`webert-gpu-tilings ${key}`, merge) : merge());
   } catch {
     // quota, private mode, a closed worker
   }

@@ -699,7 +699,9 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
       assert.equal(r.uncached.stored, r.timed.stored);
       // Tilings stored for another adapter are not restored: this one times its own again.
       assert.equal(r.foreign.saved, 0);
-      assert.deepEqual(r.foreign.entities, r.timed.entities);
+      // Timed anew, it may pick other tilings: the same entities, scores within rounding.
+      assert.deepEqual(r.foreign.entities.map((e) => e.slice(0, 3)), r.timed.entities.map((e) => e.slice(0, 3)));
+      r.foreign.entities.forEach((e, i) => assert.ok(Math.abs(e[3] - r.timed.entities[i][3]) < 1e-3, `score ${i}`));
       assert.deepEqual([...r.foreign.keys].sort(), [r.timed.keys[0], 'https://webert.invalid/gpu-tilings/nvidia hopper.json'].sort());
     }
     assert.deepEqual(b.logs.filter((l) => l.startsWith('[pageerror]')), []);

@@ -34,9 +34,9 @@ pub use saved::forget_for_test as forget_tilings_for_test;
 pub use saved::{export as export_tilings, import as import_tilings};
 pub use tune::timed_count as tilings_timed;
 
-/// Runs `work` inside validation, internal and out-of-memory error scopes of `device`: its result, and
-/// what the device refused, if anything, in one line (wgpu's description runs over several:
-/// "Caused by: …").
+/// Runs `work` inside validation, internal and out-of-memory error scopes of `device`: its
+/// result, and what the device refused, if anything, in one line (wgpu's description runs over
+/// several: "Caused by: …").
 async fn refused<T>(
     device: &wgpu::Device,
     work: impl std::future::Future<Output = T>,

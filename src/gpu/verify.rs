@@ -1,10 +1,10 @@
 //! Cooperative-matrix GEMMs are an experimental wgpu feature that no adapter in CI offers
 //! (lavapipe and SwiftShader lack it). So before a forward first uses them, the device runs one
 //! GEMM of the model's own f16 weights on them (whole, and split in two as timed tilings may
-//! pick) and on the tiled f16 kernel that CI checks against the CPU. Should the two disagree, or the device refuse either, cooperative matrices
-//! are turned off for this executor and the forward goes on with the tiled kernels. Their
-//! pipeline is built here too, inside error scopes: a driver that refuses the shader only turns
-//! them off.
+//! pick) and on the tiled f16 kernel that CI checks against the CPU. Should they disagree, or
+//! the device refuse any of it, cooperative matrices are turned off for this executor and the
+//! forward goes on with the tiled kernels. Their pipeline is built here too, inside error
+//! scopes: a driver that refuses the shader only turns them off.
 
 use super::bucket::{filled, staging, storage, GemmShape};
 use super::pipelines::{build, GemmPlan, GemmWeights, Kernel};

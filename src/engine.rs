@@ -440,8 +440,14 @@ impl Engine {
     /// GEMM tilings repeats its candidates as it must there.
     #[cfg(any(test, feature = "test-hooks"))]
     pub fn round_gpu_timestamps_for_test(&self, ms: f64) {
+        self.with_gpu_for_test(|exec| exec.round_timestamps_for_test(ms));
+    }
+
+    /// Applies a test hook to the GPU executor, where there is one.
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn with_gpu_for_test(&self, hook: impl FnOnce(&mut GpuExecutor)) {
         if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            g.exec.round_timestamps_for_test(ms);
+            hook(&mut g.exec);
         }
     }
 
@@ -449,18 +455,14 @@ impl Engine {
     /// check on the device must catch before a forward uses them.
     #[cfg(any(test, feature = "test-hooks"))]
     pub fn fail_gpu_coop_check_for_test(&self) {
-        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            g.exec.fail_coop_check_for_test();
-        }
+        self.with_gpu_for_test(|exec| exec.fail_coop_check_for_test());
     }
 
     /// Pretends the GPU offers cooperative matrices whose shader the device refuses: that must
     /// turn them off, not count as the device failing.
     #[cfg(any(test, feature = "test-hooks"))]
     pub fn refuse_gpu_coop_shader_for_test(&self) {
-        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            g.exec.refuse_coop_shader_for_test();
-        }
+        self.with_gpu_for_test(|exec| exec.refuse_coop_shader_for_test());
     }
 
     /// The cooperative-matrix check's verdict on a stand-in (the tiled f16 GEMM on 16-row
@@ -480,9 +482,7 @@ impl Engine {
     /// Makes the GPU device refuse the timing of GEMM tilings, as a driver might.
     #[cfg(any(test, feature = "test-hooks"))]
     pub fn refuse_gpu_timing_for_test(&self) {
-        if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            g.exec.refuse_timing_for_test();
-        }
+        self.with_gpu_for_test(|exec| exec.refuse_timing_for_test());
     }
 
     /// Makes the next forward pass panic, as a bug inside a call would (tests of the recovery

@@ -7,7 +7,7 @@
 //! per call as `DynamicQuantizeLinear`, quantization included in the timing; results checked
 //! bit for bit against the portable tile of the same layout).
 use std::time::Instant;
-use webert::cpu::attention::{attention, AttentionScratch};
+use webert::cpu::attention::{attention, AttentionScratch, Shape};
 use webert::cpu::gemm::{gemm, PackedB};
 use webert::cpu::kernels::{available, quant_reference};
 use webert::cpu::math::Epilogue;
@@ -252,7 +252,13 @@ fn main() {
         let mut out = vec![0.0; l * heads * d];
         let scratch = AttentionScratch::default();
         let ms = time(4 * l * l * heads * d, || {
-            attention(kern, &qkv, &mut out, &[l], l, heads, d, &scratch)
+            let shape = Shape {
+                seq_len: l,
+                heads,
+                head_dim: d,
+                scale: 1.0 / (d as f32).sqrt(),
+            };
+            attention(kern, &qkv, &mut out, &[l], shape, None, &scratch)
         }) * 1e3;
         println!(
             "{:>16} attention {l} tokens x {heads} heads of {d}: {ms:.3} ms per layer, {:.2} ms per forward (6 layers)",

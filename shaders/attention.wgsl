@@ -77,7 +77,7 @@ fn main(
                     + qs[q0 + d + 2u] * ks[kb + d + 2u] + qs[q0 + d + 3u] * ks[kb + d + 3u];
                 dot += f32(part);
             }
-            s = dot * p.scale;
+            s = dot * p.scale + score_bias(h, wg.x * BQ + qi, k0 + lane);
         }
         ss[qi * BK + lane] = s;
         workgroupBarrier();

@@ -30,7 +30,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var d = 0u; d < hd; d++) {
             dot = fma(q[d], qkv[k0 + d], dot);
         }
-        let s = dot * p.scale;
+        let s = dot * p.scale + score_bias(h, row, j);
         let m_new = max(m, s);
         let corr = exp(m - m_new);
         let pj = exp(s - m_new);

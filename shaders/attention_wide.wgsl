@@ -27,7 +27,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, lanes: Lanes) {
         for (var d = 0u; d < p.head_dim; d++) {
             s = fma(q[d], qkv[k0 + d], s);
         }
-        s *= p.scale;
+        s = s * p.scale + score_bias(h, i, j);
         scores[j] = s;
         m = max(m, s);
     }

@@ -13,10 +13,9 @@ pub enum Error {
     NoWeights(String),
     #[error("{file}: {msg}")]
     Config { file: String, msg: String },
-    #[error(
-        "unsupported model_type `{0}`; supported: bert, distilbert, roberta, xlm-roberta, electra"
-    )]
-    UnsupportedModelType(String),
+    /// The `model_type`, and the names webert reads.
+    #[error("unsupported model_type `{0}`; supported: {1}")]
+    UnsupportedModelType(String, String),
     #[error("unsupported architecture `{0}`; supported: *Model, *ForSequenceClassification, *ForTokenClassification, *ForQuestionAnswering, *ForMaskedLM, BertForNextSentencePrediction, BertForPreTraining")]
     UnsupportedArchitecture(String),
     #[error("missing tensor `{0}` in the weights")]

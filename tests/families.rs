@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use webert::engine::{Engine, Want};
 use webert::model::Architecture;
 use webert::tasks::classify::{classify, ClassifyOptions};
+use webert::tasks::embed::{embed, EmbedOptions, Pooling};
 use webert::tasks::fill_mask::fill_mask;
 
 const TOL: f32 = 1e-4;
@@ -188,8 +189,34 @@ fn check(name: &str) {
         if head == "seqcls" {
             check_classify(&e, &g, &cname, inputs, &labels);
         }
+        check_pooled(&e, &cname, inputs);
         if head == "mlm" && inputs.len() == 1 {
             check_fill_mask_top1(&e, &cname, &inputs[0]);
+        }
+    }
+}
+
+/// Mean-pooled embeddings (`mean_pooled`) and their L2-normalized form
+/// (`sentence_embedding`, sentence-transformers' `Normalize`), where the golden has them.
+fn check_pooled(e: &Engine, cname: &str, inputs: &[Value]) {
+    for (key, normalize) in [("mean_pooled", false), ("sentence_embedding", true)] {
+        let wanted: Vec<(&str, Vec<f32>)> = (inputs.iter())
+            .filter(|i| i.get(key).is_some() && i.get("text_pair").is_none())
+            .map(|i| (str_of(i, "text"), floats(&i[key])))
+            .collect();
+        if wanted.is_empty() {
+            continue;
+        }
+        let texts: Vec<&str> = wanted.iter().map(|w| w.0).collect();
+        let opts = EmbedOptions {
+            pooling: Pooling::Mean,
+            normalize,
+            truncation: None,
+        };
+        let got =
+            block_on(embed(e, &texts, opts)).unwrap_or_else(|err| panic!("{cname}: embed: {err}"));
+        for (i, (g, (_, w))) in got.iter().zip(&wanted).enumerate() {
+            close(&format!("{cname}[{i}]: {key}"), g, w, w.len());
         }
     }
 }
@@ -310,6 +337,79 @@ fn bert_prefixed_legacy_multilabel() {
     check("bert-prefixed-legacy");
 }
 
+#[test]
+fn mpnet_sentence_transformers() {
+    check("mpnet-base-st");
+}
+
+#[test]
+fn mpnet_mlm() {
+    check("mpnet-mlm");
+}
+
+#[test]
+fn mpnet_seqcls_pairs() {
+    check("mpnet-seqcls");
+}
+
+#[test]
+fn mpnet_tokcls() {
+    check("mpnet-tokcls");
+}
+
+#[test]
+fn mpnet_qa() {
+    check("mpnet-qa");
+}
+
+#[test]
+fn albert_seqcls_shared_layers() {
+    check("albert-seqcls");
+}
+
+#[test]
+fn albert_mlm() {
+    check("albert-mlm");
+}
+
+#[test]
+fn albert_tokcls() {
+    check("albert-tokcls");
+}
+
+#[test]
+fn albert_qa() {
+    check("albert-qa");
+}
+
+#[test]
+fn jina_v2_alibi_gated() {
+    check("jina-v2-base");
+}
+
+#[test]
+fn jina_v2_six_heads() {
+    check("jina-v2-6heads");
+}
+
+/// DeBERTa-v2/v3 (disentangled attention) is not built yet: its folders are refused at load
+/// with the model type named, never run with wrong numbers.
+#[test]
+fn deberta_v3_is_refused_by_name() {
+    for name in [
+        "deberta-v3-seqcls",
+        "deberta-v3-mlm",
+        "deberta-v3-tokcls",
+        "deberta-v3-qa",
+    ] {
+        let err = try_engine(&tiny_dir(name)).err().expect(name).to_string();
+        assert!(
+            err.contains("unsupported model_type `deberta-v2`") && err.contains("mpnet"),
+            "{name}: {err}"
+        );
+    }
+}
+
 /// Every folder under tests/tiny has a test above (a new folder cannot go unchecked).
 #[test]
 fn every_tiny_folder_is_tested() {
@@ -323,13 +423,28 @@ fn every_tiny_folder_is_tested() {
     assert_eq!(
         names,
         [
+            "albert-mlm",
+            "albert-qa",
+            "albert-seqcls",
+            "albert-tokcls",
             "bert-bf16-sharded",
             "bert-gelu-tanh-f16",
             "bert-prefixed-legacy",
+            "deberta-v3-mlm",
+            "deberta-v3-qa",
+            "deberta-v3-seqcls",
+            "deberta-v3-tokcls",
             "distilbert-mlm",
             "distilbert-seqcls",
             "electra-qa",
             "electra-seqcls",
+            "jina-v2-6heads",
+            "jina-v2-base",
+            "mpnet-base-st",
+            "mpnet-mlm",
+            "mpnet-qa",
+            "mpnet-seqcls",
+            "mpnet-tokcls",
             "roberta-seqcls",
             "roberta-tokcls",
             "xlmr-mlm",

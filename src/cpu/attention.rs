@@ -26,21 +26,43 @@ struct HeadScratch {
     a_pack: Vec<f32>,
 }
 
+/// The layout of one attention: rows per sequence, heads, and the scale of `q·k`.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub seq_len: usize,
+    pub heads: usize,
+    pub head_dim: usize,
+    pub scale: f32,
+}
+
+/// A `[heads, 2 * center + 1]` table of what is added to the score of query `i` and key `j`
+/// (entry `j - i + center`), as `model::DistanceTable` describes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Bias<'a> {
+    pub table: &'a [f32],
+    pub center: usize,
+}
+
 /// `qkv`: `[b*l, 3h]`; `out`: `[b*l, h]`; `lens[s]`: real tokens of sequence `s`.
-#[allow(clippy::too_many_arguments)]
 pub fn attention(
     kern: &Kernel,
     qkv: &[f32],
     out: &mut [f32],
     lens: &[usize],
-    seq_len: usize,
-    heads: usize,
-    head_dim: usize,
+    shape: Shape,
+    bias: Option<Bias>,
     scratch: &AttentionScratch,
 ) {
+    let Shape {
+        seq_len,
+        heads,
+        head_dim,
+        scale,
+    } = shape;
     let h = heads * head_dim;
     let ld = 3 * h;
-    let scale = 1.0 / (head_dim as f32).sqrt();
+    let width = bias.map_or(0, |b| 2 * b.center + 1);
+    assert!(bias.is_none_or(|b| b.table.len() >= heads * width && b.center + 1 >= seq_len));
     assert!(qkv.len() >= lens.len() * seq_len * ld && out.len() >= lens.len() * seq_len * h);
     let out = SharedMut(out.as_mut_ptr());
     pool::run(lens.len() * heads, &|task, worker| {
@@ -78,6 +100,20 @@ pub fn attention(
             false,
             &mut s.a_pack,
         );
+        let scale = match bias {
+            // Scaled, then biased, as the references add the bias: softmax gets scale 1.
+            Some(b) => {
+                let table = &b.table[head * width..(head + 1) * width];
+                for (r, row) in s.scores.chunks_exact_mut(len).enumerate() {
+                    let from = &table[b.center - r..b.center - r + len];
+                    row.iter_mut()
+                        .zip(from)
+                        .for_each(|(x, t)| *x = *x * scale + t);
+                }
+                1.0
+            }
+            None => scale,
+        };
         // SAFETY: `ops` belongs to `kern`, which was checked to run on this CPU.
         unsafe { (kern.ops.softmax)(&mut s.scores, len, scale, &mut s.inv_sums) };
         let first = SharedMut(out.get().wrapping_add(seq * seq_len * h + q));

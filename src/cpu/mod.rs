@@ -21,7 +21,7 @@ mod simd128;
 
 use crate::error::{Error, Result};
 use crate::exec::{Batch, Output, Quantized, Want};
-use crate::model::{Op, Plan, Quant, Rows, Tensor};
+use crate::model::{Op, Plan, Quant, Rows, Tensor, WeightId, WeightUse};
 use attention::{attention, AttentionScratch};
 use gemm::{gemm, PackedB};
 use kernels::{Kernel, QKernel};
@@ -62,23 +62,12 @@ impl CpuExecutor {
         kernel: &'static Kernel,
         quantized: Quantized,
     ) -> Self {
-        let mut gathered = Vec::new();
-        let mut linear = Vec::new();
-        for op in &plan.ops {
-            match op {
-                Op::Embeddings {
-                    word,
-                    position,
-                    token_type,
-                    ..
-                } => {
-                    gathered.extend([*word, *position]);
-                    gathered.extend(*token_type);
-                }
-                Op::Linear { linear: l, .. } => linear.push(l.weight),
-                _ => {}
-            }
-        }
+        let uses: Vec<_> = plan.ops.iter().flat_map(|op| op.weights()).collect();
+        let linear = uses.iter().filter(|u| u.1 == WeightUse::Gemm).map(|u| u.0);
+        let read: Vec<WeightId> = (uses.iter())
+            .filter(|u| u.1 != WeightUse::Gemm)
+            .map(|u| u.0)
+            .collect();
         let mut packed: Vec<Option<Packed>> = (0..weights.len()).map(|_| None).collect();
         for id in linear {
             if packed[id.0].is_some() {
@@ -99,7 +88,7 @@ impl CpuExecutor {
                 Some(p) => p,
                 None => Packed::F32(PackedB::from_nk(kernel, n, k, &t.data, k)),
             });
-            if !gathered.contains(&id) {
+            if !read.contains(&id) {
                 weights[id.0] = Tensor::new(vec![0], Vec::new());
             }
         }
@@ -203,7 +192,9 @@ impl CpuExecutor {
     fn op_kind(&self, i: usize) -> String {
         match &self.plan.ops[i] {
             Op::Embeddings { .. } => "embeddings".into(),
-            Op::Attention { .. } => "attention".into(),
+            Op::Attention { bias: None, .. } => "attention".into(),
+            Op::Attention { bias: Some(_), .. } => "attention + distance bias".into(),
+            Op::Gate { act, .. } => format!("gate {act:?}"),
             Op::Gather { .. } => "gather".into(),
             Op::Linear {
                 linear, act, norm, ..
@@ -292,8 +283,10 @@ impl CpuExecutor {
                 for (r, row) in dst.chunks_exact_mut(e).enumerate() {
                     let (id, pos) = (batch.ids[r] as usize, r % batch.seq_len + position_offset);
                     row.copy_from_slice(&w[word.0].data[id * e..(id + 1) * e]);
-                    let p = &w[position.0].data[pos * e..(pos + 1) * e];
-                    row.iter_mut().zip(p).for_each(|(x, y)| *x += y);
+                    if let Some(position) = position {
+                        let p = &w[position.0].data[pos * e..(pos + 1) * e];
+                        row.iter_mut().zip(p).for_each(|(x, y)| *x += y);
+                    }
                     if let Some(tt) = token_type {
                         let t = batch.type_ids[r] as usize;
                         row.iter_mut()
@@ -366,18 +359,42 @@ impl CpuExecutor {
                 out,
                 heads,
                 head_dim,
+                scale,
+                bias,
             } => {
                 let mut dst = std::mem::take(&mut self.bufs[out.0]);
-                attention(
-                    self.kernel,
-                    &self.bufs[qkv.0],
-                    &mut dst,
-                    &batch.lens,
-                    batch.seq_len,
+                let shape = attention::Shape {
+                    seq_len: batch.seq_len,
                     heads,
                     head_dim,
-                    &self.attn,
-                );
+                    scale,
+                };
+                let bias = bias.map(|b| attention::Bias {
+                    table: &self.weights[b.table.0].data,
+                    center: b.center,
+                });
+                let (qkv, lens) = (&self.bufs[qkv.0], &batch.lens);
+                attention(self.kernel, qkv, &mut dst, lens, shape, bias, &self.attn);
+                self.bufs[out.0] = dst;
+            }
+            Op::Gate { x, out, act } => {
+                let mut dst = std::mem::take(&mut self.bufs[out.0]);
+                let n = plan.buffers[out.0].cols;
+                let src = &self.bufs[x.0];
+                for (row, gate_up) in dst.chunks_exact_mut(n).zip(src.chunks_exact(2 * n)) {
+                    row.copy_from_slice(&gate_up[..n]);
+                }
+                let epilogue = math::Epilogue {
+                    cols: n,
+                    bias: None,
+                    act,
+                    residual: None,
+                    norm: None,
+                };
+                parallel_epilogue(self.kernel, &mut dst, &epilogue);
+                for (row, gate_up) in dst.chunks_exact_mut(n).zip(src.chunks_exact(2 * n)) {
+                    row.iter_mut().zip(&gate_up[n..]).for_each(|(o, u)| *o *= u);
+                }
                 self.bufs[out.0] = dst;
             }
             Op::Gather { x, out } => {

@@ -5,8 +5,8 @@
 use super::context::KernelChoice;
 use super::packed::Packed;
 use super::params::{
-    act_code, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
-    LayerNormParams, Q8Params,
+    act_code, AttentionParams, EmbeddingsParams, GateParams, GatherParams, GemmParams,
+    GemmReduceParams, LayerNormParams, Q8Params,
 };
 use super::pipelines::{GemmPlan, GemmWeights, Kernel, Pipelines};
 use super::tune::{self, GemmKey, Tuned};
@@ -585,12 +585,13 @@ impl Builder<'_> {
                     position_offset: position_offset as u32,
                     has_types: token_type.is_some() as u32,
                     gathered: gathered.is_some() as u32,
+                    has_position: position.is_some() as u32,
                 };
                 let buffers = [
                     &inputs.ids,
                     &inputs.type_ids,
                     gathered.as_ref().unwrap_or_else(|| w(word)),
-                    w(position),
+                    position.map_or(self.dummy, w),
                     token_type.map_or(self.dummy, w),
                     &acts[out.0],
                 ];
@@ -642,13 +643,17 @@ impl Builder<'_> {
                 out,
                 heads,
                 head_dim,
+                scale,
+                bias,
             } => {
                 let params = AttentionParams {
                     seq_len: dims.seq_len as u32,
                     heads: heads as u32,
                     head_dim: head_dim as u32,
                     hidden: (heads * head_dim) as u32,
-                    scale: 1.0 / (head_dim as f32).sqrt(),
+                    scale,
+                    bias_width: bias.map_or(0, |b| 2 * b.center + 1) as u32,
+                    bias_center: bias.map_or(0, |b| b.center) as u32,
                 };
                 let kernel = Kernel::attention(self.choice, head_dim);
                 let query_blocks = match kernel {
@@ -657,8 +662,25 @@ impl Builder<'_> {
                     _ => dims.seq_len,
                 };
                 let groups = [query_blocks as u32, heads as u32, dims.batch as u32];
-                let buffers = [&acts[qkv.0], &inputs.lens, &acts[out.0]];
+                let table = bias.map_or(self.dummy, |b| w(b.table));
+                let buffers = [&acts[qkv.0], &inputs.lens, &acts[out.0], table];
                 rec.push(kernel, params, &buffers, groups);
+            }
+            Op::Gate { x, out, act } => {
+                let spec = &plan.buffers[out.0];
+                let rows = dims.rows(spec.rows);
+                let params = GateParams {
+                    rows: rows as u32,
+                    cols: spec.cols as u32,
+                    act: act_code(act),
+                };
+                let buffers = [&acts[x.0], &acts[out.0]];
+                rec.push(
+                    Kernel::Gate,
+                    params,
+                    &buffers,
+                    per_element(rows * spec.cols),
+                );
             }
             Op::Gather { x, out } => {
                 let spec = &plan.buffers[out.0];

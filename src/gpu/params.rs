@@ -51,6 +51,7 @@ uniforms! {
         has_types: u32,
         /// `word` holds each token's row already (gathered from a split table).
         gathered: u32,
+        has_position: u32,
     }
     /// `out[m][col_off + n] = act(x · wᵀ + bias) + residual` over one chunk of w's rows.
     GemmParams {
@@ -94,12 +95,21 @@ uniforms! {
         dim: u32,
         eps: f32,
     }
+    /// `softmax(q·k * scale + bias[h][j - i + bias_center])·v`; `bias_width` 0: no bias.
     AttentionParams {
         seq_len: u32,
         heads: u32,
         head_dim: u32,
         hidden: u32,
         scale: f32,
+        bias_width: u32,
+        bias_center: u32,
+    }
+    /// A gated MLP's middle: `out[r][c] = act(x[r][c]) * x[r][cols + c]`.
+    GateParams {
+        rows: u32,
+        cols: u32,
+        act: u32,
     }
     /// `out[r] = x[rows[r] - lo]` for `rows[r]` in `[lo, hi)`.
     GatherParams {

@@ -2,8 +2,8 @@
 
 use super::context::KernelChoice;
 use super::params::{
-    self, AttentionParams, EmbeddingsParams, GatherParams, GemmParams, GemmReduceParams,
-    LayerNormParams, Q8Params,
+    self, AttentionParams, EmbeddingsParams, GateParams, GatherParams, GemmParams,
+    GemmReduceParams, LayerNormParams, Q8Params,
 };
 use crate::error::{Error, GpuErrorKind, Result};
 
@@ -40,6 +40,8 @@ pub enum Kernel {
     AttentionWide,
     /// One invocation per query row, nothing shared: for CPU-emulated adapters.
     AttentionLanes,
+    /// A gated MLP's `act(gate) * up`.
+    Gate,
     Gather,
     /// GEMMs on packed low-bit weights (`packed.rs`): q4 and q8 unpacked to f32 on load, and
     /// q8 with integer dot products on activations quantized by `Q8Range` + `Q8Quantize`.
@@ -95,6 +97,7 @@ impl Kernel {
             Kernel::Attention => "attention",
             Kernel::AttentionWide => "attention_wide",
             Kernel::AttentionLanes => "attention_lanes",
+            Kernel::Gate => "gate",
             Kernel::Gather => "gather",
             Kernel::GemmQ4(_) => "gemm_q4",
             Kernel::GemmQ8(_) => "gemm_q8",
@@ -108,7 +111,7 @@ impl Kernel {
         matches!(self, Kernel::GemmQ8Int(_))
     }
 
-    const ALL: [Kernel; 24] = [
+    const ALL: [Kernel; 25] = [
         Kernel::Embeddings,
         Kernel::Gemm(Tile::Tall),
         Kernel::Gemm(Tile::Short),
@@ -124,6 +127,7 @@ impl Kernel {
         Kernel::Attention,
         Kernel::AttentionWide,
         Kernel::AttentionLanes,
+        Kernel::Gate,
         Kernel::Gather,
         Kernel::GemmQ4(Tile::Tall),
         Kernel::GemmQ4(Tile::Short),
@@ -196,8 +200,8 @@ impl Kernel {
             Kernel::Attention | Kernel::AttentionWide | Kernel::AttentionLanes => {
                 AttentionParams::wgsl()
             }
+            Kernel::Gate => GateParams::wgsl(),
             Kernel::Gather => GatherParams::wgsl(),
-
             Kernel::Q8Range | Kernel::Q8Quantize => Q8Params::wgsl(),
         }
     }
@@ -273,6 +277,7 @@ impl Kernel {
                 &[ATTENTION_IO],
                 include_str!("../../shaders/attention_lanes.wgsl"),
             ),
+            Kernel::Gate => (&[ACTIVATION], include_str!("../../shaders/gate.wgsl")),
             Kernel::Gather => (&[], include_str!("../../shaders/gather.wgsl")),
             Kernel::GemmQ4(_) => (
                 &[

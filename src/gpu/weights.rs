@@ -12,7 +12,7 @@
 use super::context::GpuContext;
 use super::packed::{self, Packed};
 use crate::error::{Error, GpuErrorKind, Result};
-use crate::model::{Op, Plan, Tensor};
+use crate::model::{Plan, Tensor, WeightUse};
 
 pub struct Chunk {
     pub buffer: wgpu::Buffer,
@@ -51,45 +51,16 @@ impl GpuWeight {
 
 /// Per weight: whether it may be split (every user takes row ranges) and whether it may be
 /// f16 (its only users are vec4 GEMMs).
-fn roles(plan: &Plan) -> (Vec<bool>, Vec<bool>) {
+fn roles(plan: &Plan, weights: &[Tensor]) -> (Vec<bool>, Vec<bool>) {
     let n = plan.weight_names.len();
     let (mut whole, mut gemm, mut other) = (vec![false; n], vec![false; n], vec![false; n]);
-    for op in &plan.ops {
-        let (single, split) = match op {
-            Op::Embeddings {
-                word,
-                position,
-                token_type,
-                norm,
-                ..
-            } => (
-                vec![
-                    Some(*position),
-                    *token_type,
-                    Some(norm.gamma),
-                    Some(norm.beta),
-                ],
-                Some(*word),
-            ),
-            Op::Linear { linear, norm, .. } => {
-                if linear.n_in % 4 == 0 {
-                    gemm[linear.weight.0] = true;
-                } else {
-                    other[linear.weight.0] = true;
-                }
-                (
-                    vec![linear.bias, norm.map(|n| n.gamma), norm.map(|n| n.beta)],
-                    None,
-                )
+    for (id, used) in plan.ops.iter().flat_map(|op| op.weights()) {
+        match used {
+            WeightUse::Gemm if weights[id.0].shape.get(1).is_some_and(|k| k % 4 == 0) => {
+                gemm[id.0] = true
             }
-            Op::Attention { .. } | Op::Gather { .. } => (Vec::new(), None),
-        };
-        for id in single.iter().flatten() {
-            whole[id.0] = true;
-            other[id.0] = true;
-        }
-        if let Some(id) = split {
-            other[id.0] = true;
+            WeightUse::Gemm | WeightUse::Rows => other[id.0] = true,
+            WeightUse::Whole => (whole[id.0], other[id.0]) = (true, true),
         }
     }
     let splittable = whole.iter().map(|w| !w).collect();
@@ -103,7 +74,7 @@ pub fn upload(
     weights: &[Tensor],
 ) -> Result<(Vec<GpuWeight>, WeightBytes)> {
     let limit = ctx.max_binding();
-    let (splittable, half) = roles(plan);
+    let (splittable, half) = roles(plan, weights);
     let mut out = Vec::with_capacity(weights.len());
     let mut total = WeightBytes::default();
     for (i, (t, name)) in weights.iter().zip(&plan.weight_names).enumerate() {

@@ -1,39 +1,9 @@
 //! The Hugging Face `config.json`, normalised across BERT-family model types.
 
+pub use super::family::ModelType;
+use super::family::{self, DistanceBias, Mlp, Positions};
 use crate::error::{Error, Result};
 use serde_json::Value;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelType {
-    Bert,
-    DistilBert,
-    Roberta,
-    XlmRoberta,
-    Electra,
-}
-
-impl ModelType {
-    /// The `model_type` of `config.json` (RoBERTa's own for CamemBERT).
-    pub fn name(self) -> &'static str {
-        match self {
-            ModelType::Bert => "bert",
-            ModelType::DistilBert => "distilbert",
-            ModelType::Roberta => "roberta",
-            ModelType::XlmRoberta => "xlm-roberta",
-            ModelType::Electra => "electra",
-        }
-    }
-
-    /// The state-dict prefix the base model carries inside task checkpoints.
-    pub fn prefix(self) -> &'static str {
-        match self {
-            ModelType::Bert => "bert",
-            ModelType::DistilBert => "distilbert",
-            ModelType::Roberta | ModelType::XlmRoberta => "roberta",
-            ModelType::Electra => "electra",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Architecture {
@@ -118,18 +88,24 @@ pub struct ModelConfig {
     pub architecture: Architecture,
     pub vocab_size: usize,
     pub hidden_size: usize,
-    /// ELECTRA's embeddings can be narrower than the encoder (projected up).
+    /// ELECTRA's and ALBERT's embeddings can be narrower than the encoder (projected up).
     pub embedding_size: usize,
     pub num_layers: usize,
     pub num_heads: usize,
     pub intermediate_size: usize,
     pub hidden_act: Activation,
+    /// The activation of a gated MLP's gate (`act(gate) * up`); `None` for a plain MLP.
+    pub gate_act: Option<Activation>,
     pub max_position_embeddings: usize,
     pub type_vocab_size: usize,
     pub layer_norm_eps: f32,
     pub pad_token_id: Option<u32>,
     /// RoBERTa-style position ids start after the padding index.
     pub position_offset: usize,
+    /// Whether the embeddings add a learned position table.
+    pub position_table: bool,
+    /// Rows of a T5-style relative attention bias table (MPNet); 0 without one.
+    pub relative_buckets: usize,
     pub id2label: Vec<String>,
     pub multi_label: bool,
 }
@@ -145,20 +121,21 @@ impl ModelConfig {
             .get("model_type")
             .and_then(Value::as_str)
             .ok_or_else(|| Error::config(file, "missing `model_type`"))?;
-        let model_type = match mt {
-            "bert" => ModelType::Bert,
-            "distilbert" => ModelType::DistilBert,
-            "roberta" | "camembert" => ModelType::Roberta,
-            "xlm-roberta" => ModelType::XlmRoberta,
-            "electra" => ModelType::Electra,
-            other => return Err(Error::UnsupportedModelType(other.to_string())),
+        let text_of = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_string);
+        let fam = family::find(mt, text_of).ok_or_else(|| {
+            Error::UnsupportedModelType(mt.to_string(), family::supported_names())
+        })?;
+        let model_type = fam.model_type;
+        let architecture = if fam.encoder_only {
+            Architecture::Base
+        } else {
+            parse_architecture(obj.get("architectures"))?
         };
-        let architecture = parse_architecture(obj.get("architectures"))?;
         let bert_only = matches!(
             architecture,
             Architecture::NextSentencePrediction | Architecture::PreTraining
         );
-        if bert_only && model_type != ModelType::Bert {
+        if bert_only && !fam.next_sentence {
             // ELECTRA's *ForPreTraining is a replaced-token discriminator, not BERT's heads.
             return Err(Error::UnsupportedArchitecture(format!(
                 "{} ({mt}): next-sentence and pre-training heads are BERT's only",
@@ -175,29 +152,71 @@ impl ModelConfig {
             usize::try_from(x)
                 .map_err(|_| Error::config(file, format!("`{}` = {x} is too large", keys[0])))
         };
-        let distil = model_type == ModelType::DistilBert;
-        let hidden_size = need(&["hidden_size", "dim"])?;
-        let act_name = obj
-            .get(if distil { "activation" } else { "hidden_act" })
-            .and_then(Value::as_str)
-            .unwrap_or("gelu");
+        let keys = &fam.keys;
+        let hidden_size = need(keys.hidden)?;
+        let act_name = text_of(keys.act).unwrap_or_else(|| keys.default_act.to_string());
         let pad_token_id = get(&["pad_token_id"]).and_then(|x| u32::try_from(x).ok());
-        let is_roberta = matches!(model_type, ModelType::Roberta | ModelType::XlmRoberta);
-        let position_offset = if is_roberta {
-            (pad_token_id.unwrap_or(1) as usize).saturating_add(1)
-        } else {
-            0
+        let position_offset = match fam.positions {
+            Positions::AfterPadding => (pad_token_id.unwrap_or(1) as usize).saturating_add(1),
+            Positions::AfterIndex(pad) => pad + 1,
+            Positions::FromZero | Positions::None => 0,
         };
-        if obj
-            .get("position_embedding_type")
-            .and_then(Value::as_str)
-            .is_some_and(|p| p != "absolute")
-        {
+        let position_type = text_of("position_embedding_type");
+        let wanted = fam.selected_by.map_or("absolute", |(_, v)| v);
+        if position_type.as_deref().is_some_and(|p| p != wanted) {
             return Err(Error::config(
                 file,
-                "only position_embedding_type `absolute` is supported",
+                format!(
+                    "position_embedding_type `{}` is not supported for {mt}; supported: `{wanted}`",
+                    position_type.unwrap_or_default()
+                ),
             ));
         }
+        if fam.model_type == ModelType::Albert {
+            for key in ["num_hidden_groups", "inner_group_num"] {
+                if get(&[key]).is_some_and(|n| n != 1) {
+                    return Err(Error::config(
+                        file,
+                        format!("ALBERT with `{key}` other than 1 is not supported"),
+                    ));
+                }
+            }
+        }
+        let gate_act = match fam.mlp {
+            Mlp::Plain => None,
+            Mlp::Gated { kind_key } => {
+                let kind = text_of(kind_key)
+                    .ok_or_else(|| Error::config(file, format!("missing `{kind_key}`")))?;
+                Some(match kind.as_str() {
+                    "geglu" => Activation::Gelu,
+                    "reglu" => Activation::Relu,
+                    other => {
+                        return Err(Error::config(
+                            file,
+                            format!("unsupported {kind_key} `{other}`; supported: geglu, reglu"),
+                        ))
+                    }
+                })
+            }
+        };
+        let relative_buckets = match fam.distance_bias {
+            DistanceBias::RelativeBuckets {
+                rows_key, buckets, ..
+            } => {
+                let rows = match get(&[rows_key]) {
+                    Some(_) => need(&[rows_key])?,
+                    None => buckets,
+                };
+                if rows < buckets {
+                    return Err(Error::config(
+                        file,
+                        format!("`{rows_key}` is {rows}; {mt} buckets distances into {buckets}"),
+                    ));
+                }
+                rows
+            }
+            DistanceBias::None | DistanceBias::Alibi => 0,
+        };
         let cfg = ModelConfig {
             model_type,
             architecture,
@@ -207,12 +226,13 @@ impl ModelConfig {
                 Some(_) => need(&["embedding_size"])?,
                 None => hidden_size,
             },
-            num_layers: need(&["num_hidden_layers", "n_layers"])?,
-            num_heads: need(&["num_attention_heads", "n_heads"])?,
-            intermediate_size: need(&["intermediate_size", "hidden_dim"])?,
-            hidden_act: Activation::parse(file, act_name)?,
+            num_layers: need(keys.layers)?,
+            num_heads: need(keys.heads)?,
+            intermediate_size: need(keys.intermediate)?,
+            hidden_act: Activation::parse(file, &act_name)?,
+            gate_act,
             max_position_embeddings: need(&["max_position_embeddings"])?,
-            type_vocab_size: if distil {
+            type_vocab_size: if !fam.token_types {
                 0
             } else {
                 match get(&["type_vocab_size"]) {
@@ -223,9 +243,11 @@ impl ModelConfig {
             layer_norm_eps: obj
                 .get("layer_norm_eps")
                 .and_then(Value::as_f64)
-                .unwrap_or(1e-12) as f32,
+                .unwrap_or(fam.default_norm_eps) as f32,
             pad_token_id,
             position_offset,
+            position_table: fam.positions != Positions::None,
+            relative_buckets,
             id2label: parse_labels(file, obj.get("id2label"))?,
             multi_label: obj.get("problem_type").and_then(Value::as_str)
                 == Some("multi_label_classification"),
@@ -251,6 +273,10 @@ impl ModelConfig {
         Ok(cfg)
     }
 
+    pub fn family(&self) -> &'static family::Family {
+        self.model_type.family()
+    }
+
     /// Bytes of the f32 weights these sizes imply (embeddings, every layer, the largest head),
     /// overflow-checked: what [`Self::check_budget`] holds against the budget before any
     /// weight is read.
@@ -262,16 +288,31 @@ impl ModelConfig {
             n(self.intermediate_size)?,
             n(self.vocab_size)?,
         );
+        let positions = if self.position_table {
+            n(self.max_position_embeddings)?
+        } else {
+            0
+        };
         let tables = v
-            .checked_add(n(self.max_position_embeddings)?)?
+            .checked_add(positions)?
             .checked_add(n(self.type_vocab_size)?)?
             .checked_mul(e)?;
         let project = if e != h { e.checked_mul(h)? + h } else { 0 };
         let hh = h.checked_mul(h)?;
+        // A gated MLP's input projection is twice as wide.
+        let ffn_in = if self.gate_act.is_some() { 2 } else { 1 };
         let layer = (hh.checked_mul(4)?)
-            .checked_add(h.checked_mul(i)?.checked_mul(2)?)?
-            .checked_add(i + 9 * h)?;
-        let layers = layer.checked_mul(n(self.num_layers)?)?;
+            .checked_add(h.checked_mul(i)?.checked_mul(1 + ffn_in)?)?
+            .checked_add(i * ffn_in + 9 * h)?;
+        // ALBERT's layers share one set of weights.
+        let per_layer = self.family().layer.qkv[0].contains("{i}");
+        let layers = layer.checked_mul(n(if per_layer { self.num_layers } else { 1 })?)?;
+        // The `[heads, distances]` table of a distance bias, built at load.
+        let distance = match self.family().distance_bias {
+            super::family::DistanceBias::None => 0,
+            _ => n(self.num_heads)?.checked_mul(n(self.max_sequence_len())?.checked_mul(2)?)?,
+        };
+        let layers = layers.checked_add(distance)?;
         // The widest head: a masked-LM transform and bias, or a pooler and classifier.
         let labels = n(self.id2label.len().max(2))?;
         let head = hh + h.checked_mul(labels)?.checked_add(v)? + 4 * h;
@@ -330,13 +371,7 @@ impl ModelConfig {
 }
 
 fn architecture_name(t: ModelType, a: Architecture) -> String {
-    let class = match t {
-        ModelType::Bert => "Bert",
-        ModelType::DistilBert => "DistilBert",
-        ModelType::Roberta => "Roberta",
-        ModelType::XlmRoberta => "XLMRoberta",
-        ModelType::Electra => "Electra",
-    };
+    let class = t.family().class;
     match a {
         Architecture::Base => format!("{class}Model"),
         a => format!("{class}{}", a.name()),

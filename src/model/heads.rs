@@ -1,6 +1,7 @@
 //! Task heads appended to the encoder plan, per model family (HF module names).
 
-use super::config::{Activation, HeadKind, ModelType};
+use super::config::{Activation, HeadKind};
+use super::family::{MlmNames, ModelType};
 use super::plan::{BufId, HeadBuilder, Linear, Op, Rows};
 use crate::error::Result;
 
@@ -104,61 +105,10 @@ fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
 /// Module names of the sequence-classification head: the pooling dense layer, its
 /// activation, and the output projection (also the ONNX importer's names).
 pub(crate) fn sequence_head_names(t: ModelType) -> (&'static str, Activation, &'static str) {
-    match t {
-        ModelType::Bert => ("pooler.dense", Activation::Tanh, "classifier"),
-        ModelType::DistilBert => ("pre_classifier", Activation::Relu, "classifier"),
-        ModelType::Electra => ("classifier.dense", Activation::Gelu, "classifier.out_proj"),
-        ModelType::Roberta | ModelType::XlmRoberta => {
-            ("classifier.dense", Activation::Tanh, "classifier.out_proj")
-        }
-    }
-}
-
-/// Module names of the masked-LM head; `act` is `None` where the config's `hidden_act` applies.
-pub(crate) struct MlmNames {
-    pub dense: &'static str,
-    pub norm: &'static str,
-    pub decoder: &'static str,
-    pub bias: &'static str,
-    pub act: Option<Activation>,
+    let head = t.family().sequence_head;
+    (head.dense, head.act, head.out)
 }
 
 pub(crate) fn mlm_names(t: ModelType) -> MlmNames {
-    let (dense, norm, decoder, bias, act) = match t {
-        ModelType::Bert => (
-            "cls.predictions.transform.dense",
-            "cls.predictions.transform.LayerNorm",
-            "cls.predictions.decoder",
-            "cls.predictions.bias",
-            None,
-        ),
-        ModelType::DistilBert => (
-            "vocab_transform",
-            "vocab_layer_norm",
-            "vocab_projector",
-            "vocab_projector.bias",
-            None,
-        ),
-        ModelType::Roberta | ModelType::XlmRoberta => (
-            "lm_head.dense",
-            "lm_head.layer_norm",
-            "lm_head.decoder",
-            "lm_head.bias",
-            Some(Activation::Gelu),
-        ),
-        ModelType::Electra => (
-            "generator_predictions.dense",
-            "generator_predictions.LayerNorm",
-            "generator_lm_head",
-            "generator_lm_head.bias",
-            Some(Activation::Gelu),
-        ),
-    };
-    MlmNames {
-        dense,
-        norm,
-        decoder,
-        bias,
-        act,
-    }
+    t.family().mlm
 }

@@ -2,13 +2,17 @@
 
 pub mod budget;
 pub mod config;
+pub mod family;
 mod heads;
 pub mod plan;
+pub mod positions;
 pub mod synthetic;
 pub mod weights;
 
 pub use config::{Activation, Architecture, HeadKind, ModelConfig, ModelType};
-pub use plan::{BufId, BufferSpec, Head, Linear, Norm, Op, Plan, Rows, WeightId};
+pub use plan::{
+    BufId, BufferSpec, DistanceTable, Head, Linear, Norm, Op, Plan, Rows, WeightId, WeightUse,
+};
 pub use weights::{BlockQuant, ChannelQuant, Quant, Tensor, Weights};
 pub mod tokenizer;
 pub use tokenizer::{TextTokenizer, Windowing};

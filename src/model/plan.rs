@@ -1,9 +1,11 @@
 //! The forward pass, written once: an ordered list of fused ops over named activation buffers.
 //! The CPU and GPU executors both run exactly this list.
 
-use super::config::{Activation, HeadKind, ModelConfig, ModelType};
+use super::config::{Activation, HeadKind, ModelConfig};
+use super::family::{layer_name, layer_names, DistanceBias};
 use super::weights::{Quant, Tensor, Weights};
 use crate::error::{Error, Result};
+use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WeightId(pub usize);
@@ -45,12 +47,21 @@ pub struct Norm {
     pub eps: f32,
 }
 
+/// A `[heads, 2 * center + 1]` table of what attention adds to the score of query `i` and key
+/// `j`: entry `h, j - i + center` (built at load from the family's relative bias or ALiBi).
+#[derive(Debug, Clone, Copy)]
+pub struct DistanceTable {
+    pub table: WeightId,
+    pub center: usize,
+}
+
 #[derive(Debug, Clone)]
 pub enum Op {
-    /// `out = LN(word[id] + position[offset + i] + token_type[t])`.
+    /// `out = LN(word[id] + position[offset + i] + token_type[t])`, each table but the word
+    /// embeddings optional.
     Embeddings {
         word: WeightId,
-        position: WeightId,
+        position: Option<WeightId>,
         token_type: Option<WeightId>,
         norm: Norm,
         position_offset: usize,
@@ -65,15 +76,67 @@ pub enum Op {
         norm: Option<Norm>,
         out: BufId,
     },
-    /// Multi-head self-attention over a fused `[q | k | v]` buffer, padding keys masked.
+    /// Multi-head self-attention over a fused `[q | k | v]` buffer, padding keys masked:
+    /// `softmax(q·k * scale + bias[j - i])·v`.
     Attention {
         qkv: BufId,
         out: BufId,
         heads: usize,
         head_dim: usize,
+        scale: f32,
+        bias: Option<DistanceTable>,
+    },
+    /// A gated MLP's middle: `out = act(x[.., ..n]) * x[.., n..]` for `x` of `2n` columns.
+    Gate {
+        x: BufId,
+        out: BufId,
+        act: Activation,
     },
     /// Copies the rows named by `out`'s row kind (`First` or `Picked`) out of a token buffer.
     Gather { x: BufId, out: BufId },
+}
+
+/// How an op reads a weight, which decides the form each executor keeps it in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightUse {
+    /// The `[out, in]` matrix of a GEMM.
+    Gemm,
+    /// Rows looked up one at a time (a table that may be split by rows).
+    Rows,
+    /// Read whole (biases, norms, small tables).
+    Whole,
+}
+
+impl Op {
+    /// Every weight the op reads and how; both executors place weights by this alone.
+    pub fn weights(&self) -> Vec<(WeightId, WeightUse)> {
+        use WeightUse::*;
+        let norm = |n: &Norm| [(n.gamma, Whole), (n.beta, Whole)];
+        match self {
+            Op::Embeddings {
+                word,
+                position,
+                token_type,
+                norm: n,
+                ..
+            } => {
+                let mut v = vec![(*word, Rows)];
+                v.extend(position.iter().chain(token_type).map(|&id| (id, Whole)));
+                v.extend(norm(n));
+                v
+            }
+            Op::Linear {
+                linear, norm: n, ..
+            } => {
+                let mut v = vec![(linear.weight, Gemm)];
+                v.extend(linear.bias.map(|b| (b, Whole)));
+                v.extend(n.iter().flat_map(norm));
+                v
+            }
+            Op::Attention { bias, .. } => bias.iter().map(|b| (b.table, Whole)).collect(),
+            Op::Gate { .. } | Op::Gather { .. } => Vec::new(),
+        }
+    }
 }
 
 /// The op graph: immutable once built, shared by the engine and both executors, each of which
@@ -125,6 +188,8 @@ struct Builder<'a> {
     src: Weights,
     weights: Vec<Tensor>,
     names: Vec<String>,
+    /// Weights already taken, by name: a module every layer shares is held once.
+    taken: HashMap<String, WeightId>,
     buffers: Vec<BufferSpec>,
     ops: Vec<Op>,
 }
@@ -137,10 +202,23 @@ impl Builder<'_> {
     fn push(&mut self, name: &str, t: Tensor) -> WeightId {
         self.weights.push(t);
         self.names.push(name.to_string());
-        WeightId(self.weights.len() - 1)
+        let id = WeightId(self.weights.len() - 1);
+        self.taken.insert(name.to_string(), id);
+        id
     }
 
     fn weight(&mut self, name: &str, shape: &[usize]) -> Result<WeightId> {
+        if let Some(&id) = self.taken.get(name) {
+            let got = &self.weights[id.0].shape;
+            if got != shape {
+                return Err(Error::TensorShape {
+                    name: name.to_string(),
+                    got: got.clone(),
+                    expected: shape.to_vec(),
+                });
+            }
+            return Ok(id);
+        }
         let t = self.src.take(self.prefix(), name, shape)?;
         Ok(self.push(name, t))
     }
@@ -151,8 +229,33 @@ impl Builder<'_> {
     }
 
     fn linear(&mut self, name: &str, n_in: usize, n_out: usize) -> Result<Linear> {
+        self.linear_with(name, n_in, n_out, true)
+    }
+
+    /// A layer's linear from its family template: without a bias where the family says so.
+    fn layer_linear(
+        &mut self,
+        template: &str,
+        i: usize,
+        n_in: usize,
+        n_out: usize,
+    ) -> Result<Linear> {
+        let biased = !self.cfg.family().unbiased.contains(&template);
+        self.linear_with(&layer_name(template, i), n_in, n_out, biased)
+    }
+
+    fn linear_with(
+        &mut self,
+        name: &str,
+        n_in: usize,
+        n_out: usize,
+        biased: bool,
+    ) -> Result<Linear> {
         let weight = self.weight(&format!("{name}.weight"), &[n_out, n_in])?;
-        let bias = Some(self.weight(&format!("{name}.bias"), &[n_out])?);
+        let bias = match biased {
+            true => Some(self.weight(&format!("{name}.bias"), &[n_out])?),
+            false => None,
+        };
         Ok(Linear {
             weight,
             bias,
@@ -171,6 +274,16 @@ impl Builder<'_> {
 
     /// Q, K and V projections fused into one `[3h, h]` matrix so one GEMM produces all three.
     fn fused_qkv(&mut self, names: [String; 3], h: usize) -> Result<Linear> {
+        let stem = names[0].rsplit_once('.').map_or("", |(s, _)| s).to_string();
+        let (wname, bname) = (format!("{stem}.qkv.weight"), format!("{stem}.qkv.bias"));
+        if let (Some(&weight), Some(&bias)) = (self.taken.get(&wname), self.taken.get(&bname)) {
+            return Ok(Linear {
+                weight,
+                bias: Some(bias),
+                n_in: h,
+                n_out: 3 * h,
+            });
+        }
         let mut w = Vec::with_capacity(3 * h * h);
         let mut b = Vec::with_capacity(3 * h);
         let mut quants = Vec::new();
@@ -190,15 +303,43 @@ impl Builder<'_> {
         if quants.len() == 3 {
             fused.quant = Quant::concat(quants.iter().map(|q| &**q)).map(Box::new);
         }
-        let stem = names[0].rsplit_once('.').map_or("", |(s, _)| s).to_string();
-        let weight = self.push(&format!("{stem}.qkv.weight"), fused);
-        let bias = Some(self.push(&format!("{stem}.qkv.bias"), Tensor::new(vec![3 * h], b)));
+        let weight = self.push(&wname, fused);
+        let bias = Some(self.push(&bname, Tensor::new(vec![3 * h], b)));
         Ok(Linear {
             weight,
             bias,
             n_in: h,
             n_out: 3 * h,
         })
+    }
+
+    /// The family's distance bias as one `[heads, 2L - 1]` table over every distance a
+    /// sequence of the longest length `L` has.
+    fn distance_table(&mut self) -> Result<Option<DistanceTable>> {
+        let cfg = self.cfg;
+        let (heads, len) = (cfg.num_heads, cfg.max_sequence_len());
+        let values = match cfg.family().distance_bias {
+            DistanceBias::None => return Ok(None),
+            DistanceBias::RelativeBuckets {
+                table,
+                buckets,
+                max_distance,
+                ..
+            } => {
+                let rows = cfg.relative_buckets;
+                let t = self.src.take(self.prefix(), table, &[rows, heads])?;
+                super::positions::relative_bias_table(&t.data, heads, buckets, max_distance, len)
+            }
+            DistanceBias::Alibi => super::positions::alibi_table(heads, len),
+        };
+        let table = self.push(
+            "attention.distance_bias",
+            Tensor::new(vec![heads, 2 * len - 1], values),
+        );
+        Ok(Some(DistanceTable {
+            table,
+            center: len - 1,
+        }))
     }
 
     fn op_linear(&mut self, x: BufId, linear: Linear, act: Activation, out: BufId) {
@@ -213,40 +354,6 @@ impl Builder<'_> {
     }
 }
 
-/// Tensor names of one encoder layer, per model family (also the ONNX importer's names).
-pub(crate) struct LayerNames {
-    pub qkv: [String; 3],
-    pub attn_out: String,
-    pub attn_norm: String,
-    pub ffn_in: String,
-    pub ffn_out: String,
-    pub ffn_norm: String,
-}
-
-pub(crate) fn layer_names(t: ModelType, i: usize) -> LayerNames {
-    if t == ModelType::DistilBert {
-        let p = format!("transformer.layer.{i}");
-        LayerNames {
-            qkv: ["q_lin", "k_lin", "v_lin"].map(|n| format!("{p}.attention.{n}")),
-            attn_out: format!("{p}.attention.out_lin"),
-            attn_norm: format!("{p}.sa_layer_norm"),
-            ffn_in: format!("{p}.ffn.lin1"),
-            ffn_out: format!("{p}.ffn.lin2"),
-            ffn_norm: format!("{p}.output_layer_norm"),
-        }
-    } else {
-        let p = format!("encoder.layer.{i}");
-        LayerNames {
-            qkv: ["query", "key", "value"].map(|n| format!("{p}.attention.self.{n}")),
-            attn_out: format!("{p}.attention.output.dense"),
-            attn_norm: format!("{p}.attention.output.LayerNorm"),
-            ffn_in: format!("{p}.intermediate.dense"),
-            ffn_out: format!("{p}.output.dense"),
-            ffn_norm: format!("{p}.output.LayerNorm"),
-        }
-    }
-}
-
 impl Plan {
     /// The graph and its weights, indexed by [`WeightId`].
     pub fn build(cfg: ModelConfig, weights: Weights) -> Result<(Plan, Vec<Tensor>)> {
@@ -255,31 +362,43 @@ impl Plan {
             src: weights,
             weights: Vec::new(),
             names: Vec::new(),
+            taken: HashMap::new(),
             buffers: Vec::new(),
             ops: Vec::new(),
         };
+        let fam = cfg.family();
+        let names = &fam.embeddings;
         let (h, e) = (cfg.hidden_size, cfg.embedding_size);
         let hidden = b.buffer("hidden", Rows::Tokens, h);
         let hidden_mid = b.buffer("hidden_mid", Rows::Tokens, h);
         let qkv = b.buffer("qkv", Rows::Tokens, 3 * h);
         let ctx = b.buffer("context", Rows::Tokens, h);
         let inter = b.buffer("intermediate", Rows::Tokens, cfg.intermediate_size);
+        let gated = (cfg.gate_act.is_some())
+            .then(|| b.buffer("gate_up", Rows::Tokens, 2 * cfg.intermediate_size));
 
-        let word = b.weight("embeddings.word_embeddings.weight", &[cfg.vocab_size, e])?;
-        let position = b.weight(
-            "embeddings.position_embeddings.weight",
-            &[cfg.max_position_embeddings, e],
-        )?;
+        let word = b.weight(&format!("{}.weight", names.word), &[cfg.vocab_size, e])?;
+        let position = match cfg.position_table {
+            true => Some(b.weight(
+                &format!("{}.weight", names.position),
+                &[cfg.max_position_embeddings, e],
+            )?),
+            false => None,
+        };
         let token_type = if cfg.type_vocab_size > 0 {
             Some(b.weight(
-                "embeddings.token_type_embeddings.weight",
+                &format!("{}.weight", names.token_type),
                 &[cfg.type_vocab_size, e],
             )?)
         } else {
             None
         };
-        let norm = b.norm("embeddings.LayerNorm", e)?;
-        let embed_out = if e != h {
+        let norm = b.norm(names.norm, e)?;
+        // ALBERT projects even where the widths agree; ELECTRA only where they differ.
+        let project = e != h
+            || b.src
+                .contains(b.prefix(), &format!("{}.weight", names.project));
+        let embed_out = if project {
             b.buffer("embeddings", Rows::Tokens, e)
         } else {
             hidden
@@ -292,13 +411,15 @@ impl Plan {
             position_offset: cfg.position_offset,
             out: embed_out,
         });
-        if e != h {
-            let proj = b.linear("embeddings_project", e, h)?;
+        if project {
+            let proj = b.linear(names.project, e, h)?;
             b.op_linear(embed_out, proj, Activation::None, hidden);
         }
+        let bias = b.distance_table()?;
 
         for i in 0..cfg.num_layers {
             let n = layer_names(cfg.model_type, i);
+            let t = &fam.layer;
             let qkv_w = b.fused_qkv(n.qkv, h)?;
             b.op_linear(hidden, qkv_w, Activation::None, qkv);
             b.ops.push(Op::Attention {
@@ -306,8 +427,10 @@ impl Plan {
                 out: ctx,
                 heads: cfg.num_heads,
                 head_dim: cfg.head_dim(),
+                scale: 1.0 / (cfg.head_dim() as f32).sqrt(),
+                bias,
             });
-            let attn_out = b.linear(&n.attn_out, h, h)?;
+            let attn_out = b.layer_linear(t.attn_out, i, h, h)?;
             let attn_norm = b.norm(&n.attn_norm, h)?;
             b.ops.push(Op::Linear {
                 x: ctx,
@@ -317,9 +440,23 @@ impl Plan {
                 norm: Some(attn_norm),
                 out: hidden_mid,
             });
-            let ffn_in = b.linear(&n.ffn_in, h, cfg.intermediate_size)?;
-            b.op_linear(hidden_mid, ffn_in, cfg.hidden_act, inter);
-            let ffn_out = b.linear(&n.ffn_out, cfg.intermediate_size, h)?;
+            let i_size = cfg.intermediate_size;
+            match (gated, cfg.gate_act) {
+                (Some(gate_up), Some(act)) => {
+                    let ffn_in = b.layer_linear(t.ffn_in, i, h, 2 * i_size)?;
+                    b.op_linear(hidden_mid, ffn_in, Activation::None, gate_up);
+                    b.ops.push(Op::Gate {
+                        x: gate_up,
+                        out: inter,
+                        act,
+                    });
+                }
+                _ => {
+                    let ffn_in = b.layer_linear(t.ffn_in, i, h, i_size)?;
+                    b.op_linear(hidden_mid, ffn_in, cfg.hidden_act, inter);
+                }
+            }
+            let ffn_out = b.layer_linear(t.ffn_out, i, i_size, h)?;
             let ffn_norm = b.norm(&n.ffn_norm, h)?;
             b.ops.push(Op::Linear {
                 x: inter,

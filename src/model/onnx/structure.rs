@@ -8,8 +8,8 @@
 //! outputs on every token, masked-LM transform + decoder, or a pooled first-token head).
 
 use super::super::config::ModelType;
+use super::super::family::layer_names;
 use super::super::heads::{mlm_names, sequence_head_names};
-use super::super::plan::layer_names;
 use super::ops::{is_linear_op, Linear};
 use super::proto::{GraphProto, NodeProto};
 use super::{input, node_err, output, ImportedTensor, Importer, OnnxError, Value};

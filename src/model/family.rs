@@ -1,0 +1,495 @@
+//! The model families as data: one [`Family`] entry per family names its `config.json`
+//! spellings and keys, its state-dict names (module templates with `{i}` for the layer index)
+//! and what its forward pass does differently. Config parsing, the plan, the task heads, the
+//! ONNX importer, the memory estimate and error messages all read this table; adding a family
+//! is one entry here (plus kernels only for a genuinely new op).
+
+use super::config::Activation;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelType {
+    Bert,
+    DistilBert,
+    Roberta,
+    XlmRoberta,
+    Electra,
+    Albert,
+    MpNet,
+    /// Jina embeddings v2: `model_type: bert` with ALiBi and a gated MLP (remote code).
+    JinaBert,
+}
+
+/// Where position ids start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Positions {
+    /// `0, 1, 2, …`
+    FromZero,
+    /// RoBERTa's: after the padding index (`pad_token_id + 1, …`).
+    AfterPadding,
+    /// After a padding index the family fixes whatever the config says (MPNet's 1).
+    AfterIndex(usize),
+    /// No position table: positions enter the attention scores only.
+    None,
+}
+
+/// An additive term of the attention scores that depends on the query-key distance only,
+/// turned into one `[heads, distances]` table at load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DistanceBias {
+    None,
+    /// T5-style log buckets of the signed distance into a learned `[rows, heads]` table
+    /// (`rows` from `rows_key`; MPNet buckets into 32 whatever the table's size).
+    RelativeBuckets {
+        table: &'static str,
+        rows_key: &'static str,
+        buckets: usize,
+        max_distance: usize,
+    },
+    /// `-slope_h · |i - j|` with the ALiBi paper's slopes.
+    Alibi,
+}
+
+/// The feed-forward block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mlp {
+    /// `ffn_out(act(ffn_in(x)))`.
+    Plain,
+    /// `ffn_in` yields `[gate | up]`: `ffn_out(act(gate) * up)`; the activation comes from
+    /// the config key named here (`geglu`, `reglu`).
+    Gated { kind_key: &'static str },
+}
+
+/// Keys of `config.json` for the common sizes; the first key present is read.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigKeys {
+    pub hidden: &'static [&'static str],
+    pub layers: &'static [&'static str],
+    pub heads: &'static [&'static str],
+    pub intermediate: &'static [&'static str],
+    pub act: &'static str,
+    pub default_act: &'static str,
+}
+
+const BERT_KEYS: ConfigKeys = ConfigKeys {
+    hidden: &["hidden_size"],
+    layers: &["num_hidden_layers"],
+    heads: &["num_attention_heads"],
+    intermediate: &["intermediate_size"],
+    act: "hidden_act",
+    default_act: "gelu",
+};
+
+/// Module names of the embeddings (`.weight` / `.bias` are appended).
+#[derive(Debug, Clone, Copy)]
+pub struct EmbeddingNames {
+    pub word: &'static str,
+    pub position: &'static str,
+    pub token_type: &'static str,
+    pub norm: &'static str,
+    /// The projection from the embedding width up to the hidden width, where they differ.
+    pub project: &'static str,
+}
+
+const BERT_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
+    word: "embeddings.word_embeddings",
+    position: "embeddings.position_embeddings",
+    token_type: "embeddings.token_type_embeddings",
+    norm: "embeddings.LayerNorm",
+    project: "embeddings_project",
+};
+
+/// Module templates of one encoder layer; `{i}` is the layer index. A template without `{i}`
+/// names one module that every layer shares (ALBERT).
+#[derive(Debug, Clone, Copy)]
+pub struct LayerTemplates {
+    pub qkv: [&'static str; 3],
+    pub attn_out: &'static str,
+    pub attn_norm: &'static str,
+    pub ffn_in: &'static str,
+    pub ffn_out: &'static str,
+    pub ffn_norm: &'static str,
+}
+
+const BERT_LAYER: LayerTemplates = LayerTemplates {
+    qkv: [
+        "encoder.layer.{i}.attention.self.query",
+        "encoder.layer.{i}.attention.self.key",
+        "encoder.layer.{i}.attention.self.value",
+    ],
+    attn_out: "encoder.layer.{i}.attention.output.dense",
+    attn_norm: "encoder.layer.{i}.attention.output.LayerNorm",
+    ffn_in: "encoder.layer.{i}.intermediate.dense",
+    ffn_out: "encoder.layer.{i}.output.dense",
+    ffn_norm: "encoder.layer.{i}.output.LayerNorm",
+};
+
+/// Module names of the masked-LM head; `act` is `None` where the config's activation applies.
+#[derive(Debug, Clone, Copy)]
+pub struct MlmNames {
+    pub dense: &'static str,
+    pub norm: &'static str,
+    pub decoder: &'static str,
+    pub bias: &'static str,
+    pub act: Option<Activation>,
+}
+
+/// The sequence-classification head on the first token: a dense layer, its activation, and
+/// the output projection.
+#[derive(Debug, Clone, Copy)]
+pub struct PooledHead {
+    pub dense: &'static str,
+    pub act: Activation,
+    pub out: &'static str,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    pub model_type: ModelType,
+    /// `model_type` spellings in `config.json`; the first is the family's name.
+    pub names: &'static [&'static str],
+    /// A `config.json` key and value that pick this family over another of the same
+    /// `model_type` (Jina's `position_embedding_type: alibi` under `bert`).
+    pub selected_by: Option<(&'static str, &'static str)>,
+    /// The Hugging Face class prefix (`Bert` of `BertForMaskedLM`).
+    pub class: &'static str,
+    /// The state-dict prefix of the base model inside task checkpoints.
+    pub prefix: &'static str,
+    pub keys: ConfigKeys,
+    /// Whether the family has token type embeddings (when the config does not say 0).
+    pub token_types: bool,
+    pub positions: Positions,
+    pub default_norm_eps: f64,
+    pub embeddings: EmbeddingNames,
+    pub layer: LayerTemplates,
+    /// Modules of the layer templates that have no bias.
+    pub unbiased: &'static [&'static str],
+    pub mlp: Mlp,
+    pub distance_bias: DistanceBias,
+    pub sequence_head: PooledHead,
+    pub mlm: MlmNames,
+    /// BERT's next-sentence head (and so `*ForPreTraining`).
+    pub next_sentence: bool,
+    /// Published checkpoints are encoders whatever `architectures` says (Jina's configs name
+    /// a masked-LM class whose head the weights lack).
+    pub encoder_only: bool,
+}
+
+const BERT: Family = Family {
+    model_type: ModelType::Bert,
+    names: &["bert"],
+    selected_by: None,
+    class: "Bert",
+    prefix: "bert",
+    keys: BERT_KEYS,
+    token_types: true,
+    positions: Positions::FromZero,
+    default_norm_eps: 1e-12,
+    embeddings: BERT_EMBEDDINGS,
+    layer: BERT_LAYER,
+    unbiased: &[],
+    mlp: Mlp::Plain,
+    distance_bias: DistanceBias::None,
+    sequence_head: PooledHead {
+        dense: "pooler.dense",
+        act: Activation::Tanh,
+        out: "classifier",
+    },
+    mlm: MlmNames {
+        dense: "cls.predictions.transform.dense",
+        norm: "cls.predictions.transform.LayerNorm",
+        decoder: "cls.predictions.decoder",
+        bias: "cls.predictions.bias",
+        act: None,
+    },
+    next_sentence: true,
+    encoder_only: false,
+};
+
+const ROBERTA_HEAD: PooledHead = PooledHead {
+    dense: "classifier.dense",
+    act: Activation::Tanh,
+    out: "classifier.out_proj",
+};
+
+const ROBERTA_MLM: MlmNames = MlmNames {
+    dense: "lm_head.dense",
+    norm: "lm_head.layer_norm",
+    decoder: "lm_head.decoder",
+    bias: "lm_head.bias",
+    act: Some(Activation::Gelu),
+};
+
+const ROBERTA: Family = Family {
+    model_type: ModelType::Roberta,
+    names: &["roberta", "camembert"],
+    class: "Roberta",
+    prefix: "roberta",
+    positions: Positions::AfterPadding,
+    sequence_head: ROBERTA_HEAD,
+    mlm: ROBERTA_MLM,
+    next_sentence: false,
+    ..BERT
+};
+
+/// Every family webert runs.
+pub const FAMILIES: &[Family] = &[
+    BERT,
+    Family {
+        model_type: ModelType::DistilBert,
+        names: &["distilbert"],
+        class: "DistilBert",
+        prefix: "distilbert",
+        keys: ConfigKeys {
+            hidden: &["dim"],
+            layers: &["n_layers"],
+            heads: &["n_heads"],
+            intermediate: &["hidden_dim"],
+            act: "activation",
+            default_act: "gelu",
+        },
+        token_types: false,
+        layer: LayerTemplates {
+            qkv: [
+                "transformer.layer.{i}.attention.q_lin",
+                "transformer.layer.{i}.attention.k_lin",
+                "transformer.layer.{i}.attention.v_lin",
+            ],
+            attn_out: "transformer.layer.{i}.attention.out_lin",
+            attn_norm: "transformer.layer.{i}.sa_layer_norm",
+            ffn_in: "transformer.layer.{i}.ffn.lin1",
+            ffn_out: "transformer.layer.{i}.ffn.lin2",
+            ffn_norm: "transformer.layer.{i}.output_layer_norm",
+        },
+        sequence_head: PooledHead {
+            dense: "pre_classifier",
+            act: Activation::Relu,
+            out: "classifier",
+        },
+        mlm: MlmNames {
+            dense: "vocab_transform",
+            norm: "vocab_layer_norm",
+            decoder: "vocab_projector",
+            bias: "vocab_projector.bias",
+            act: None,
+        },
+        next_sentence: false,
+        ..BERT
+    },
+    ROBERTA,
+    Family {
+        model_type: ModelType::XlmRoberta,
+        names: &["xlm-roberta"],
+        class: "XLMRoberta",
+        ..ROBERTA
+    },
+    Family {
+        model_type: ModelType::Electra,
+        names: &["electra"],
+        class: "Electra",
+        prefix: "electra",
+        sequence_head: PooledHead {
+            dense: "classifier.dense",
+            act: Activation::Gelu,
+            out: "classifier.out_proj",
+        },
+        mlm: MlmNames {
+            dense: "generator_predictions.dense",
+            norm: "generator_predictions.LayerNorm",
+            decoder: "generator_lm_head",
+            bias: "generator_lm_head.bias",
+            act: Some(Activation::Gelu),
+        },
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::Albert,
+        names: &["albert"],
+        class: "Albert",
+        prefix: "albert",
+        keys: ConfigKeys {
+            default_act: "gelu_new",
+            ..BERT_KEYS
+        },
+        embeddings: EmbeddingNames {
+            project: "encoder.embedding_hidden_mapping_in",
+            ..BERT_EMBEDDINGS
+        },
+        // One layer group of one layer, shared by every layer (`num_hidden_groups` 1).
+        layer: LayerTemplates {
+            qkv: [
+                "encoder.albert_layer_groups.0.albert_layers.0.attention.query",
+                "encoder.albert_layer_groups.0.albert_layers.0.attention.key",
+                "encoder.albert_layer_groups.0.albert_layers.0.attention.value",
+            ],
+            attn_out: "encoder.albert_layer_groups.0.albert_layers.0.attention.dense",
+            attn_norm: "encoder.albert_layer_groups.0.albert_layers.0.attention.LayerNorm",
+            ffn_in: "encoder.albert_layer_groups.0.albert_layers.0.ffn",
+            ffn_out: "encoder.albert_layer_groups.0.albert_layers.0.ffn_output",
+            ffn_norm: "encoder.albert_layer_groups.0.albert_layers.0.full_layer_layer_norm",
+        },
+        sequence_head: PooledHead {
+            dense: "pooler",
+            act: Activation::Tanh,
+            out: "classifier",
+        },
+        mlm: MlmNames {
+            dense: "predictions.dense",
+            norm: "predictions.LayerNorm",
+            decoder: "predictions.decoder",
+            bias: "predictions.bias",
+            act: None,
+        },
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::MpNet,
+        names: &["mpnet"],
+        class: "MPNet",
+        prefix: "mpnet",
+        token_types: false,
+        positions: Positions::AfterIndex(1),
+        layer: LayerTemplates {
+            qkv: [
+                "encoder.layer.{i}.attention.attn.q",
+                "encoder.layer.{i}.attention.attn.k",
+                "encoder.layer.{i}.attention.attn.v",
+            ],
+            attn_out: "encoder.layer.{i}.attention.attn.o",
+            attn_norm: "encoder.layer.{i}.attention.LayerNorm",
+            ..BERT_LAYER
+        },
+        distance_bias: DistanceBias::RelativeBuckets {
+            table: "encoder.relative_attention_bias.weight",
+            rows_key: "relative_attention_num_buckets",
+            buckets: 32,
+            max_distance: 128,
+        },
+        sequence_head: ROBERTA_HEAD,
+        mlm: ROBERTA_MLM,
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::JinaBert,
+        names: &["bert"],
+        selected_by: Some(("position_embedding_type", "alibi")),
+        class: "JinaBert",
+        positions: Positions::None,
+        layer: LayerTemplates {
+            ffn_in: "encoder.layer.{i}.mlp.gated_layers",
+            ffn_out: "encoder.layer.{i}.mlp.wo",
+            ffn_norm: "encoder.layer.{i}.mlp.layernorm",
+            ..BERT_LAYER
+        },
+        unbiased: &["encoder.layer.{i}.mlp.gated_layers"],
+        mlp: Mlp::Gated {
+            kind_key: "feed_forward_type",
+        },
+        distance_bias: DistanceBias::Alibi,
+        next_sentence: false,
+        encoder_only: true,
+        ..BERT
+    },
+];
+
+impl ModelType {
+    pub fn family(self) -> &'static Family {
+        FAMILIES
+            .iter()
+            .find(|f| f.model_type == self)
+            .expect("every model type has a table entry")
+    }
+
+    /// The `model_type` of `config.json` (RoBERTa's own for CamemBERT).
+    pub fn name(self) -> &'static str {
+        self.family().names[0]
+    }
+
+    /// The state-dict prefix the base model carries inside task checkpoints.
+    pub fn prefix(self) -> &'static str {
+        self.family().prefix
+    }
+}
+
+/// The family of a `config.json` whose `model_type` is `name`: the entry whose selecting key
+/// has its value there, else the one without a selecting key.
+pub fn find(name: &str, config_value: impl Fn(&str) -> Option<String>) -> Option<&'static Family> {
+    let named = || FAMILIES.iter().filter(|f| f.names.contains(&name));
+    named()
+        .find(|f| {
+            f.selected_by
+                .is_some_and(|(k, v)| config_value(k).as_deref() == Some(v))
+        })
+        .or_else(|| named().find(|f| f.selected_by.is_none()))
+}
+
+/// The `model_type` names webert reads, for error messages.
+pub fn supported_names() -> String {
+    let mut names: Vec<&str> = FAMILIES
+        .iter()
+        .flat_map(|f| f.names.iter().copied())
+        .collect();
+    names.dedup();
+    let jina = "bert with position_embedding_type alibi (Jina v2)";
+    format!("{}, {jina}", names.join(", "))
+}
+
+/// A layer template with its index filled in.
+pub fn layer_name(template: &str, i: usize) -> String {
+    template.replace("{i}", &i.to_string())
+}
+
+/// Tensor names of one encoder layer (also the ONNX importer's names).
+pub(crate) struct LayerNames {
+    pub qkv: [String; 3],
+    pub attn_out: String,
+    pub attn_norm: String,
+    pub ffn_in: String,
+    pub ffn_out: String,
+    pub ffn_norm: String,
+}
+
+pub(crate) fn layer_names(t: ModelType, i: usize) -> LayerNames {
+    let l = &t.family().layer;
+    LayerNames {
+        qkv: l.qkv.map(|q| layer_name(q, i)),
+        attn_out: layer_name(l.attn_out, i),
+        attn_norm: layer_name(l.attn_norm, i),
+        ffn_in: layer_name(l.ffn_in, i),
+        ffn_out: layer_name(l.ffn_out, i),
+        ffn_norm: layer_name(l.ffn_norm, i),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_model_type_has_one_entry_and_names_are_unambiguous() {
+        for f in FAMILIES {
+            assert_eq!(f.model_type.family().class, f.class);
+            let same = FAMILIES.iter().filter(|g| g.model_type == f.model_type);
+            assert_eq!(same.count(), 1, "{:?}", f.model_type);
+            for name in f.names {
+                let plain =
+                    (FAMILIES.iter()).filter(|g| g.names.contains(name) && g.selected_by.is_none());
+                assert_eq!(plain.count(), 1, "`{name}` picks one family by default");
+            }
+        }
+    }
+
+    #[test]
+    fn a_selecting_key_picks_its_family() {
+        let alibi = |k: &str| (k == "position_embedding_type").then(|| "alibi".to_string());
+        assert_eq!(find("bert", alibi).unwrap().model_type, ModelType::JinaBert);
+        assert_eq!(find("bert", |_| None).unwrap().model_type, ModelType::Bert);
+        assert_eq!(
+            find("camembert", |_| None).unwrap().model_type,
+            ModelType::Roberta
+        );
+        assert!(find("gpt2", |_| None).is_none());
+    }
+}

@@ -1,0 +1,129 @@
+//! Position terms computed once on the host, in the reference implementations' own float
+//! arithmetic (so that a bucket boundary never moves by an ulp), and read by both executors
+//! as `[heads, 2L - 1]` distance tables: entry `h, j - i + L - 1` is added to the attention
+//! score of query `i` and key `j`.
+
+/// MPNet's (T5's bidirectional) bucket of `relative = key - query`: half the buckets per
+/// direction, exact below a quarter of them, log-spaced up to `max_distance`; the float steps
+/// are f32 as in `MPNetEncoder.relative_position_bucket`.
+pub fn relative_bucket(relative: i64, buckets: usize, max_distance: usize) -> usize {
+    let n = -relative;
+    let half = (buckets / 2) as i64;
+    let mut bucket = if n < 0 { half } else { 0 };
+    let n = n.abs();
+    let max_exact = half / 2;
+    if n < max_exact {
+        return (bucket + n) as usize;
+    }
+    let log_ratio = ((max_distance as f64) / (max_exact as f64)).ln() as f32;
+    let scaled = (n as f32 / max_exact as f32).ln() / log_ratio * (half - max_exact) as f32;
+    bucket += (max_exact + scaled as i64).min(half - 1);
+    bucket as usize
+}
+
+/// The distance table of a learned `[buckets, heads]` relative bias (`weights`, row-major).
+pub fn relative_bias_table(
+    weights: &[f32],
+    heads: usize,
+    buckets: usize,
+    max_distance: usize,
+    len: usize,
+) -> Vec<f32> {
+    let width = 2 * len - 1;
+    let mut out = vec![0.0; heads * width];
+    for d in 0..width {
+        let b = relative_bucket(d as i64 - (len as i64 - 1), buckets, max_distance);
+        for h in 0..heads {
+            out[h * width + d] = weights[b * heads + h];
+        }
+    }
+    out
+}
+
+/// ALiBi's head slopes for any head count (the paper's, as Jina's `_get_alibi_head_slopes`:
+/// a geometric series for a power of two, else the nearest lower power's series followed by
+/// every other slope of the next power's), computed in f64 and rounded to f32.
+pub fn alibi_slopes(heads: usize) -> Vec<f32> {
+    fn power_of_two(n: usize) -> Vec<f64> {
+        let start = 2f64.powf(-(2f64.powf(-((n as f64).log2() - 3.0))));
+        (0..n).map(|i| start * start.powf(i as f64)).collect()
+    }
+    fn slopes(n: usize) -> Vec<f64> {
+        if n.is_power_of_two() {
+            return power_of_two(n);
+        }
+        let closest = 1usize << n.ilog2();
+        let mut s = power_of_two(closest);
+        s.extend(slopes(2 * closest).into_iter().step_by(2).take(n - closest));
+        s
+    }
+    if heads == 0 {
+        return Vec::new();
+    }
+    slopes(heads).into_iter().map(|s| s as f32).collect()
+}
+
+/// The distance table of symmetric ALiBi: `-slope_h · |j - i|` (f32, as the reference
+/// multiplies the negated f32 slopes by the distances).
+pub fn alibi_table(heads: usize, len: usize) -> Vec<f32> {
+    let width = 2 * len - 1;
+    let mut out = Vec::with_capacity(heads * width);
+    for slope in alibi_slopes(heads) {
+        out.extend((0..width).map(|d| -slope * (d as i64 - (len as i64 - 1)).abs() as f32));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_exact_near_and_logarithmic_far() {
+        // Distance 0 and the exact range; keys after the query take the upper half.
+        assert_eq!(relative_bucket(0, 32, 128), 0);
+        assert_eq!(relative_bucket(-7, 32, 128), 7);
+        assert_eq!(relative_bucket(7, 32, 128), 23);
+        // Far distances share the last bucket of their direction.
+        assert_eq!(relative_bucket(-10_000, 32, 128), 15);
+        assert_eq!(relative_bucket(10_000, 32, 128), 31);
+    }
+
+    #[test]
+    fn alibi_slopes_follow_the_paper() {
+        let s = alibi_slopes(8);
+        let want: Vec<f32> = (1..=8).map(|i| 2f32.powi(-i)).collect();
+        assert_eq!(s, want);
+        // 6 heads: the 4-head series, then every other slope of the 8-head one.
+        let s6 = alibi_slopes(6);
+        assert_eq!(&s6[..4], &alibi_slopes(4)[..]);
+        assert_eq!(s6[4..], [s[0], s[2]]);
+    }
+
+    /// PyTorch's own tables (scripts/make_tiny_families.py): every bucket over distances
+    /// -2100..=2100, and the slopes for 1..=40 heads, bit for bit.
+    #[test]
+    fn positions_equal_the_reference_tables() {
+        let g: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/golden/positions.json")).unwrap();
+        let lo = g["relative_position_range"][0].as_i64().unwrap();
+        let m = &g["mpnet_buckets"];
+        let (buckets, max) = (
+            m["num_buckets"].as_u64().unwrap(),
+            m["max_distance"].as_u64(),
+        );
+        let want = m["buckets"].as_array().unwrap();
+        assert_eq!(want.len(), 4201);
+        for (i, w) in want.iter().enumerate() {
+            let rel = lo + i as i64;
+            let got = relative_bucket(rel, buckets as usize, max.unwrap() as usize);
+            assert_eq!(got as u64, w.as_u64().unwrap(), "distance {rel}");
+        }
+        for (n, want) in g["alibi_slopes"].as_object().unwrap() {
+            let want: Vec<f32> = (want.as_array().unwrap().iter())
+                .map(|v| v.as_f64().unwrap() as f32)
+                .collect();
+            assert_eq!(alibi_slopes(n.parse().unwrap()), want, "{n} heads");
+        }
+    }
+}

@@ -77,7 +77,11 @@ fn main(
                     + qs[q0 + d + 2u] * ks[kb + d + 2u] + qs[q0 + d + 3u] * ks[kb + d + 3u];
                 dot += f32(part);
             }
-            s = dot * p.scale + score_bias(h, wg.x * BQ + qi, k0 + lane);
+            let row = wg.x * BQ + qi;
+            let qo = (base + min(row, p.seq_len - 1u)) * ld + h * hd;
+            let ko = (base + k0 + lane) * ld + p.hidden + h * hd;
+            dot += relative_terms(h, row, k0 + lane, qo, ko);
+            s = dot * p.scale + score_bias(h, row, k0 + lane);
         }
         ss[qi * BK + lane] = s;
         workgroupBarrier();

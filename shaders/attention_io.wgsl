@@ -1,9 +1,35 @@
 // The attention shaders' buffers (prepended to each): [q|k|v] rows in, per-sequence
-// lengths, context rows out, and the distance bias table (a dummy when bias_width is 0).
+// lengths, context rows out, the distance bias table (a dummy when bias_width is 0), and
+// DeBERTa's projected relative embeddings and their row per distance (dummies without).
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> lens: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> distance_bias: array<f32>;
+@group(0) @binding(5) var<storage, read> pos_key: array<f32>;
+@group(0) @binding(6) var<storage, read> pos_query: array<f32>;
+@group(0) @binding(7) var<storage, read> rel_index: array<f32>;
+
+// DeBERTa's content-to-position and position-to-content terms of query `row` (its q at
+// qkv[q0..]) and key `key` (its k at qkv[k0..]), before the scale.
+fn relative_terms(h: u32, row: u32, key: u32, q0: u32, k0: u32) -> f32 {
+    if (p.has_c2p + p.has_p2c == 0u) {
+        return 0.0;
+    }
+    let r = u32(rel_index[p.rel_center + min(row, p.rel_center) - key]);
+    let o = r * p.hidden + h * p.head_dim;
+    var s = 0.0;
+    if (p.has_c2p != 0u) {
+        for (var d = 0u; d < p.head_dim; d++) {
+            s = fma(qkv[q0 + d], pos_key[o + d], s);
+        }
+    }
+    if (p.has_p2c != 0u) {
+        for (var d = 0u; d < p.head_dim; d++) {
+            s = fma(qkv[k0 + d], pos_query[o + d], s);
+        }
+    }
+    return s;
+}
 
 // What is added to the scaled score of query `row` and key `key` of head `h`.
 fn score_bias(h: u32, row: u32, key: u32) -> f32 {

@@ -30,6 +30,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var d = 0u; d < hd; d++) {
             dot = fma(q[d], qkv[k0 + d], dot);
         }
+        dot += relative_terms(h, row, j, q0, k0);
         let s = dot * p.scale + score_bias(h, row, j);
         let m_new = max(m, s);
         let corr = exp(m - m_new);

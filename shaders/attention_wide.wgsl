@@ -27,6 +27,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, lanes: Lanes) {
         for (var d = 0u; d < p.head_dim; d++) {
             s = fma(q[d], qkv[k0 + d], s);
         }
+        s += relative_terms(h, i, j, q0, k0);
         s = s * p.scale + score_bias(h, i, j);
         scores[j] = s;
         m = max(m, s);

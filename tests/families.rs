@@ -392,22 +392,24 @@ fn jina_v2_six_heads() {
     check("jina-v2-6heads");
 }
 
-/// DeBERTa-v2/v3 (disentangled attention) is not built yet: its folders are refused at load
-/// with the model type named, never run with wrong numbers.
 #[test]
-fn deberta_v3_is_refused_by_name() {
-    for name in [
-        "deberta-v3-seqcls",
-        "deberta-v3-mlm",
-        "deberta-v3-tokcls",
-        "deberta-v3-qa",
-    ] {
-        let err = try_engine(&tiny_dir(name)).err().expect(name).to_string();
-        assert!(
-            err.contains("unsupported model_type `deberta-v2`") && err.contains("mpnet"),
-            "{name}: {err}"
-        );
-    }
+fn deberta_v3_seqcls_disentangled() {
+    check("deberta-v3-seqcls");
+}
+
+#[test]
+fn deberta_v3_mlm() {
+    check("deberta-v3-mlm");
+}
+
+#[test]
+fn deberta_v3_tokcls() {
+    check("deberta-v3-tokcls");
+}
+
+#[test]
+fn deberta_v3_qa() {
+    check("deberta-v3-qa");
 }
 
 /// Every folder under tests/tiny has a test above (a new folder cannot go unchecked).

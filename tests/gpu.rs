@@ -284,18 +284,21 @@ fn family_supported(dir: &Path) -> bool {
     )
 }
 
-/// The families whose attention adds a distance term (MPNet's relative buckets, Jina's
-/// ALiBi with its gated MLP) and ALBERT's shared layer, on their golden inputs (the long
-/// ones reach distances past MPNet's 128 and every padded batch row), in one padded batch,
-/// with the tiled and the per-row attention kernels: within 1e-3 of the CPU.
+/// The families whose attention adds a position term (MPNet's relative buckets, Jina's
+/// ALiBi with its gated MLP, DeBERTa's disentangled c2p and p2c) and ALBERT's shared layer,
+/// on their golden inputs (the long ones reach distances past MPNet's 128 and DeBERTa's
+/// buckets, and every padded batch row), in one padded batch, with the tiled and the
+/// per-row attention kernels: within 1e-3 of the CPU.
 #[test]
-fn distance_biased_and_shared_layer_families_match_cpu() {
+fn position_term_and_shared_layer_families_match_cpu() {
     for name in [
         "mpnet-base-st",
         "mpnet-qa",
         "jina-v2-base",
         "jina-v2-6heads",
         "albert-qa",
+        "deberta-v3-seqcls",
+        "deberta-v3-qa",
     ] {
         let dir = root().join("tests/tiny").join(name);
         let g: serde_json::Value =

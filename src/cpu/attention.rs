@@ -43,6 +43,26 @@ pub struct Bias<'a> {
     pub center: usize,
 }
 
+/// DeBERTa's disentangled terms (`model::Disentangled`): `[rows, h]` relative embeddings
+/// projected by the key (`pos_key`, content-to-position) and query (`pos_query`,
+/// position-to-content) projections, and the row each distance `i - j` reads
+/// (`index[i - j + center]`, f32-held).
+#[derive(Debug, Clone, Copy)]
+pub struct Relative<'a> {
+    pub pos_key: Option<&'a [f32]>,
+    pub pos_query: Option<&'a [f32]>,
+    pub index: &'a [f32],
+    pub center: usize,
+}
+
+/// What attention adds to `q·k` beside the content: DeBERTa's terms (scaled with it), then a
+/// distance bias (after the scale).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Terms<'a> {
+    pub bias: Option<Bias<'a>>,
+    pub relative: Option<Relative<'a>>,
+}
+
 /// `qkv`: `[b*l, 3h]`; `out`: `[b*l, h]`; `lens[s]`: real tokens of sequence `s`.
 pub fn attention(
     kern: &Kernel,
@@ -50,9 +70,10 @@ pub fn attention(
     out: &mut [f32],
     lens: &[usize],
     shape: Shape,
-    bias: Option<Bias>,
+    terms: Terms,
     scratch: &AttentionScratch,
 ) {
+    let Terms { bias, relative } = terms;
     let Shape {
         seq_len,
         heads,
@@ -100,6 +121,9 @@ pub fn attention(
             false,
             &mut s.a_pack,
         );
+        if let Some(rel) = relative {
+            add_relative(&mut s.scores, rows, len, ld, (q, h + q, head_dim), &rel);
+        }
         let scale = match bias {
             // Scaled, then biased, as the references add the bias: softmax gets scale 1.
             Some(b) => {
@@ -136,4 +160,47 @@ pub fn attention(
             out_at(r).iter_mut().for_each(|x| *x *= inv);
         }
     });
+}
+
+/// Adds DeBERTa's `q_i · pos_key[r] + k_j · pos_query[r]` to each score of one (sequence,
+/// head), `r` the row of distance `i - j`. `cols`: the head's query and key columns in the
+/// `ld`-wide rows, and its width.
+fn add_relative(
+    scores: &mut [f32],
+    rows: &[f32],
+    len: usize,
+    ld: usize,
+    cols: (usize, usize, usize),
+    rel: &Relative,
+) {
+    let (q, k, d) = cols;
+    let hidden = ld / 3;
+    let at = |r: usize| r * hidden + q..r * hidden + q + d;
+    for (i, row) in scores.chunks_exact_mut(len).enumerate() {
+        let query = &rows[i * ld + q..i * ld + q + d];
+        for (j, score) in row.iter_mut().enumerate() {
+            let r = rel.index[rel.center + i - j] as usize;
+            if let Some(pk) = rel.pos_key {
+                *score += dot(query, &pk[at(r)]);
+            }
+            if let Some(pq) = rel.pos_query {
+                *score += dot(&rows[j * ld + k..j * ld + k + d], &pq[at(r)]);
+            }
+        }
+    }
+}
+
+/// Eight independent sums, so that the loop vectorises.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = (ca.remainder().iter().zip(cb.remainder()))
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }

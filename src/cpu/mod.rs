@@ -192,8 +192,11 @@ impl CpuExecutor {
     fn op_kind(&self, i: usize) -> String {
         match &self.plan.ops[i] {
             Op::Embeddings { .. } => "embeddings".into(),
-            Op::Attention { bias: None, .. } => "attention".into(),
-            Op::Attention { bias: Some(_), .. } => "attention + distance bias".into(),
+            Op::Attention { bias, relative, .. } => match (bias, relative) {
+                (Some(_), _) => "attention + distance bias".into(),
+                (_, Some(_)) => "attention + disentangled terms".into(),
+                _ => "attention".into(),
+            },
             Op::Gate { act, .. } => format!("gate {act:?}"),
             Op::Gather { .. } => "gather".into(),
             Op::Linear {
@@ -293,15 +296,11 @@ impl CpuExecutor {
                             .zip(&w[tt.0].data[t * e..(t + 1) * e])
                             .for_each(|(x, y)| *x += y);
                     }
-                    // SAFETY: the row ops belong to the kernel selected for this CPU.
-                    unsafe {
-                        (self.kernel.ops.layer_norm)(
-                            row,
-                            &w[norm.gamma.0].data,
-                            &w[norm.beta.0].data,
-                            norm.eps,
-                        )
-                    };
+                    if let Some(norm) = norm {
+                        let (gamma, beta) = (&w[norm.gamma.0].data, &w[norm.beta.0].data);
+                        // SAFETY: the row ops belong to the kernel selected for this CPU.
+                        unsafe { (self.kernel.ops.layer_norm)(row, gamma, beta, norm.eps) };
+                    }
                 }
                 self.bufs[out.0] = dst;
             }
@@ -361,8 +360,17 @@ impl CpuExecutor {
                 head_dim,
                 scale,
                 bias,
+                relative,
             } => {
                 let mut dst = std::mem::take(&mut self.bufs[out.0]);
+                let table =
+                    |id: Option<crate::model::WeightId>| id.map(|id| &self.weights[id.0].data[..]);
+                let relative = relative.map(|r| attention::Relative {
+                    pos_key: table(r.pos_key),
+                    pos_query: table(r.pos_query),
+                    index: &self.weights[r.index.0].data,
+                    center: r.center,
+                });
                 let shape = attention::Shape {
                     seq_len: batch.seq_len,
                     heads,
@@ -374,7 +382,8 @@ impl CpuExecutor {
                     center: b.center,
                 });
                 let (qkv, lens) = (&self.bufs[qkv.0], &batch.lens);
-                attention(self.kernel, qkv, &mut dst, lens, shape, bias, &self.attn);
+                let terms = attention::Terms { bias, relative };
+                attention(self.kernel, qkv, &mut dst, lens, shape, terms, &self.attn);
                 self.bufs[out.0] = dst;
             }
             Op::Gate { x, out, act } => {

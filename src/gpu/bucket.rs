@@ -13,7 +13,7 @@ use super::tune::{self, GemmKey, Tuned};
 use super::weights::{Chunk, GpuWeight};
 use crate::error::Result;
 use crate::exec::{Batch, Dims, Want};
-use crate::model::{Activation, BufId, Linear, Norm, Op, Plan, Rows, WeightId};
+use crate::model::{Activation, BufId, Disentangled, Linear, Norm, Op, Plan, Rows, WeightId};
 use std::collections::HashMap;
 
 pub struct Step {
@@ -601,7 +601,9 @@ impl Builder<'_> {
                     &buffers,
                     per_element(rows * dim),
                 );
-                self.layer_norm(rec, norm, rows, dim, &acts[out.0]);
+                if let Some(norm) = norm {
+                    self.layer_norm(rec, norm, rows, dim, &acts[out.0]);
+                }
             }
             Op::Linear {
                 x,
@@ -645,6 +647,7 @@ impl Builder<'_> {
                 head_dim,
                 scale,
                 bias,
+                relative,
             } => {
                 let params = AttentionParams {
                     seq_len: dims.seq_len as u32,
@@ -654,6 +657,9 @@ impl Builder<'_> {
                     scale,
                     bias_width: bias.map_or(0, |b| 2 * b.center + 1) as u32,
                     bias_center: bias.map_or(0, |b| b.center) as u32,
+                    rel_center: relative.map_or(0, |r| r.center) as u32,
+                    has_c2p: relative.is_some_and(|r| r.pos_key.is_some()) as u32,
+                    has_p2c: relative.is_some_and(|r| r.pos_query.is_some()) as u32,
                 };
                 let kernel = Kernel::attention(self.choice, head_dim);
                 let query_blocks = match kernel {
@@ -663,7 +669,18 @@ impl Builder<'_> {
                 };
                 let groups = [query_blocks as u32, heads as u32, dims.batch as u32];
                 let table = bias.map_or(self.dummy, |b| w(b.table));
-                let buffers = [&acts[qkv.0], &inputs.lens, &acts[out.0], table];
+                let rel = |id: fn(&Disentangled) -> Option<WeightId>| {
+                    relative.and_then(|r| id(&r)).map_or(self.dummy, w)
+                };
+                let buffers = [
+                    &acts[qkv.0],
+                    &inputs.lens,
+                    &acts[out.0],
+                    table,
+                    rel(|r| r.pos_key),
+                    rel(|r| r.pos_query),
+                    rel(|r| Some(r.index)),
+                ];
                 rec.push(kernel, params, &buffers, groups);
             }
             Op::Gate { x, out, act } => {

@@ -104,6 +104,11 @@ uniforms! {
         scale: f32,
         bias_width: u32,
         bias_center: u32,
+        /// DeBERTa's terms: the distance `i - j` of row `rel_index[i - j + rel_center]` of
+        /// the projected relative embeddings; `has_c2p` / `has_p2c` 0: without.
+        rel_center: u32,
+        has_c2p: u32,
+        has_p2c: u32,
     }
     /// A gated MLP's middle: `out[r][c] = act(x[r][c]) * x[r][cols + c]`.
     GateParams {

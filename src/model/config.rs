@@ -82,6 +82,24 @@ impl Activation {
     }
 }
 
+/// DeBERTa's relative attention settings (`relative_attention: true`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DisentangledConfig {
+    /// `position_buckets`; 0: distances are not log-bucketed.
+    pub buckets: usize,
+    /// `max_relative_positions` (`max_position_embeddings` where it is below 1).
+    pub max_relative: usize,
+    /// Half the rows of relative embeddings used: the buckets, else `max_relative`.
+    pub span: usize,
+    /// Content-to-position and position-to-content terms (`pos_att_type`).
+    pub c2p: bool,
+    pub p2c: bool,
+    /// The layer's own key and query projections project the relative embeddings.
+    pub share_key: bool,
+    /// The relative embeddings are LayerNormed (`norm_rel_ebd: layer_norm`).
+    pub norm: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct ModelConfig {
     pub model_type: ModelType,
@@ -106,6 +124,10 @@ pub struct ModelConfig {
     pub position_table: bool,
     /// Rows of a T5-style relative attention bias table (MPNet); 0 without one.
     pub relative_buckets: usize,
+    /// DeBERTa's disentangled attention, where the config turns it on.
+    pub disentangled: Option<DisentangledConfig>,
+    /// The pooled classification head's activation where the config chooses it.
+    pub pooler_act: Option<Activation>,
     pub id2label: Vec<String>,
     pub multi_label: bool,
 }
@@ -215,8 +237,18 @@ impl ModelConfig {
                 }
                 rows
             }
-            DistanceBias::None | DistanceBias::Alibi => 0,
+            DistanceBias::None | DistanceBias::Alibi | DistanceBias::Disentangled { .. } => 0,
         };
+        let disentangled = match fam.distance_bias {
+            DistanceBias::Disentangled { .. } => disentangled(file, obj)?,
+            _ => None,
+        };
+        let pooler_act = match fam.pooler_act_key.and_then(text_of) {
+            Some(name) => Some(Activation::parse(file, &name)?),
+            None => None,
+        };
+        let positions_off =
+            (fam.positions_key).is_some_and(|k| obj.get(k).and_then(Value::as_bool) == Some(false));
         let cfg = ModelConfig {
             model_type,
             architecture,
@@ -237,7 +269,7 @@ impl ModelConfig {
             } else {
                 match get(&["type_vocab_size"]) {
                     Some(_) => need(&["type_vocab_size"])?,
-                    None => 2,
+                    None => fam.default_type_vocab_size,
                 }
             },
             layer_norm_eps: obj
@@ -246,8 +278,10 @@ impl ModelConfig {
                 .unwrap_or(fam.default_norm_eps) as f32,
             pad_token_id,
             position_offset,
-            position_table: fam.positions != Positions::None,
+            position_table: fam.positions != Positions::None && !positions_off,
             relative_buckets,
+            disentangled,
+            pooler_act,
             id2label: parse_labels(file, obj.get("id2label"))?,
             multi_label: obj.get("problem_type").and_then(Value::as_str)
                 == Some("multi_label_classification"),
@@ -308,8 +342,12 @@ impl ModelConfig {
         let per_layer = self.family().layer.qkv[0].contains("{i}");
         let layers = layer.checked_mul(n(if per_layer { self.num_layers } else { 1 })?)?;
         // The `[heads, distances]` table of a distance bias, built at load.
-        let distance = match self.family().distance_bias {
-            super::family::DistanceBias::None => 0,
+        let distance = match (self.family().distance_bias, self.disentangled) {
+            (DistanceBias::None, _) => 0,
+            // Each layer's projected relative embeddings (keys and queries), built at load.
+            (DistanceBias::Disentangled { .. }, Some(d)) => (n(d.span)? * 4)
+                .checked_mul(h)?
+                .checked_mul(n(self.num_layers)?)?,
             _ => n(self.num_heads)?.checked_mul(n(self.max_sequence_len())?.checked_mul(2)?)?,
         };
         let layers = layers.checked_add(distance)?;
@@ -406,6 +444,66 @@ fn parse_architecture(v: Option<&Value>) -> Result<Architecture> {
         .find(|(s, _)| name.ends_with(s))
         .map(|(_, a)| *a)
         .ok_or_else(|| Error::UnsupportedArchitecture(name.to_string()))
+}
+
+/// DeBERTa-v2's relative attention keys; `None` where `relative_attention` is off. What is
+/// not built (the convolution of v2-xlarge, DeBERTa-v1's `p2p`) is refused by name.
+fn disentangled(
+    file: &str,
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Option<DisentangledConfig>> {
+    let int = |k: &str| obj.get(k).and_then(Value::as_i64).unwrap_or(-1);
+    if int("conv_kernel_size") > 0 {
+        return Err(Error::config(
+            file,
+            "DeBERTa's convolution layer (`conv_kernel_size` > 0, v2-xlarge/xxlarge) is not supported",
+        ));
+    }
+    if obj.get("relative_attention").and_then(Value::as_bool) != Some(true) {
+        return Ok(None);
+    }
+    let kinds: Vec<String> = match obj.get("pos_att_type") {
+        Some(Value::String(s)) => s.split('|').map(|k| k.trim().to_lowercase()).collect(),
+        Some(Value::Array(a)) => (a.iter())
+            .filter_map(Value::as_str)
+            .map(|k| k.trim().to_lowercase())
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Some(k) = kinds
+        .iter()
+        .find(|k| !["c2p", "p2c", ""].contains(&k.as_str()))
+    {
+        return Err(Error::config(
+            file,
+            format!("pos_att_type `{k}` is not supported; supported: c2p, p2c"),
+        ));
+    }
+    let max_position = int("max_position_embeddings");
+    let max_relative = match int("max_relative_positions") {
+        m if m < 1 => max_position,
+        m => m,
+    };
+    let buckets = int("position_buckets").max(0);
+    let span = if buckets > 0 { buckets } else { max_relative };
+    if span < 1 {
+        return Err(Error::config(file, "missing `max_relative_positions`"));
+    }
+    let norms = obj
+        .get("norm_rel_ebd")
+        .and_then(Value::as_str)
+        .unwrap_or("none");
+    Ok(Some(DisentangledConfig {
+        buckets: buckets as usize,
+        max_relative: max_relative.max(1) as usize,
+        span: span as usize,
+        c2p: kinds.iter().any(|k| k == "c2p"),
+        p2c: kinds.iter().any(|k| k == "p2c"),
+        share_key: obj.get("share_att_key").and_then(Value::as_bool) == Some(true),
+        norm: norms
+            .split('|')
+            .any(|n| n.trim().eq_ignore_ascii_case("layer_norm")),
+    }))
 }
 
 fn parse_labels(file: &str, v: Option<&Value>) -> Result<Vec<String>> {

@@ -15,6 +15,7 @@ pub enum ModelType {
     Electra,
     Albert,
     MpNet,
+    DebertaV2,
     /// Jina embeddings v2: `model_type: bert` with ALiBi and a gated MLP (remote code).
     JinaBert,
 }
@@ -47,6 +48,16 @@ pub enum DistanceBias {
     },
     /// `-slope_h · |i - j|` with the ALiBi paper's slopes.
     Alibi,
+    /// DeBERTa's disentangled attention: content-to-position and position-to-content
+    /// scores against a shared table of relative embeddings (LayerNormed once), projected
+    /// by each layer's key and query projections (or its own `pos_*_proj`), indexed by
+    /// log-bucketed distances. Its settings come from the config's DeBERTa keys.
+    Disentangled {
+        embeddings: &'static str,
+        norm: &'static str,
+        pos_key: &'static str,
+        pos_query: &'static str,
+    },
 }
 
 /// The feed-forward block.
@@ -88,6 +99,9 @@ pub struct EmbeddingNames {
     pub norm: &'static str,
     /// The projection from the embedding width up to the hidden width, where they differ.
     pub project: &'static str,
+    /// DeBERTa projects the summed embeddings (without a bias) before their LayerNorm;
+    /// ELECTRA and ALBERT after it, with one.
+    pub project_before_norm: bool,
 }
 
 const BERT_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
@@ -96,6 +110,7 @@ const BERT_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
     token_type: "embeddings.token_type_embeddings",
     norm: "embeddings.LayerNorm",
     project: "embeddings_project",
+    project_before_norm: false,
 };
 
 /// Module templates of one encoder layer; `{i}` is the layer index. A template without `{i}`
@@ -155,9 +170,13 @@ pub struct Family {
     /// The state-dict prefix of the base model inside task checkpoints.
     pub prefix: &'static str,
     pub keys: ConfigKeys,
-    /// Whether the family has token type embeddings (when the config does not say 0).
+    /// Whether the family has token type embeddings, and how many when the config is silent.
     pub token_types: bool,
+    pub default_type_vocab_size: usize,
     pub positions: Positions,
+    /// A boolean config key that turns the position table off when false (DeBERTa's
+    /// `position_biased_input`).
+    pub positions_key: Option<&'static str>,
     pub default_norm_eps: f64,
     pub embeddings: EmbeddingNames,
     pub layer: LayerTemplates,
@@ -166,13 +185,25 @@ pub struct Family {
     pub mlp: Mlp,
     pub distance_bias: DistanceBias,
     pub sequence_head: PooledHead,
+    /// The config key of the pooled head's activation where the config chooses it.
+    pub pooler_act_key: Option<&'static str>,
     pub mlm: MlmNames,
+    /// Older checkpoints' names of the same head, used when `mlm`'s are absent.
+    pub mlm_legacy: Option<MlmNames>,
     /// BERT's next-sentence head (and so `*ForPreTraining`).
     pub next_sentence: bool,
     /// Published checkpoints are encoders whatever `architectures` says (Jina's configs name
     /// a masked-LM class whose head the weights lack).
     pub encoder_only: bool,
 }
+
+const BERT_MLM: MlmNames = MlmNames {
+    dense: "cls.predictions.transform.dense",
+    norm: "cls.predictions.transform.LayerNorm",
+    decoder: "cls.predictions.decoder",
+    bias: "cls.predictions.bias",
+    act: None,
+};
 
 const BERT: Family = Family {
     model_type: ModelType::Bert,
@@ -182,7 +213,9 @@ const BERT: Family = Family {
     prefix: "bert",
     keys: BERT_KEYS,
     token_types: true,
+    default_type_vocab_size: 2,
     positions: Positions::FromZero,
+    positions_key: None,
     default_norm_eps: 1e-12,
     embeddings: BERT_EMBEDDINGS,
     layer: BERT_LAYER,
@@ -194,13 +227,9 @@ const BERT: Family = Family {
         act: Activation::Tanh,
         out: "classifier",
     },
-    mlm: MlmNames {
-        dense: "cls.predictions.transform.dense",
-        norm: "cls.predictions.transform.LayerNorm",
-        decoder: "cls.predictions.decoder",
-        bias: "cls.predictions.bias",
-        act: None,
-    },
+    pooler_act_key: None,
+    mlm: BERT_MLM,
+    mlm_legacy: None,
     next_sentence: true,
     encoder_only: false,
 };
@@ -368,6 +397,49 @@ pub const FAMILIES: &[Family] = &[
         },
         sequence_head: ROBERTA_HEAD,
         mlm: ROBERTA_MLM,
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::DebertaV2,
+        names: &["deberta-v2"],
+        class: "DebertaV2",
+        prefix: "deberta",
+        default_type_vocab_size: 0,
+        positions_key: Some("position_biased_input"),
+        embeddings: EmbeddingNames {
+            project: "embeddings.embed_proj",
+            project_before_norm: true,
+            ..BERT_EMBEDDINGS
+        },
+        layer: LayerTemplates {
+            qkv: [
+                "encoder.layer.{i}.attention.self.query_proj",
+                "encoder.layer.{i}.attention.self.key_proj",
+                "encoder.layer.{i}.attention.self.value_proj",
+            ],
+            ..BERT_LAYER
+        },
+        distance_bias: DistanceBias::Disentangled {
+            embeddings: "encoder.rel_embeddings.weight",
+            norm: "encoder.LayerNorm",
+            pos_key: "encoder.layer.{i}.attention.self.pos_key_proj",
+            pos_query: "encoder.layer.{i}.attention.self.pos_query_proj",
+        },
+        sequence_head: PooledHead {
+            dense: "pooler.dense",
+            act: Activation::Gelu,
+            out: "classifier",
+        },
+        pooler_act_key: Some("pooler_hidden_act"),
+        mlm: MlmNames {
+            dense: "lm_predictions.lm_head.dense",
+            norm: "lm_predictions.lm_head.LayerNorm",
+            decoder: "lm_predictions.lm_head.decoder",
+            bias: "lm_predictions.lm_head.bias",
+            act: None,
+        },
+        mlm_legacy: Some(BERT_MLM),
         next_sentence: false,
         ..BERT
     },

@@ -37,6 +37,7 @@ pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> 
                 out: cls,
             });
             let (pre, act, out) = sequence_head_names(t);
+            let act = hb.cfg().pooler_act.unwrap_or(act);
             let pre = hb.linear(pre, h, h)?;
             let pooled = hb.dense(cls, pre, act, "pooled");
             let l = classifier(hb, out, h)?;
@@ -64,7 +65,7 @@ fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
         decoder,
         bias,
         act,
-    } = mlm_names(cfg.model_type);
+    } = mlm_names_in(cfg.model_type, |name| hb.has(name));
     let act = act.unwrap_or(cfg.hidden_act);
     let picked = hb.buffer("mask_rows", Rows::Picked, h);
     hb.push(Op::Gather {
@@ -111,4 +112,14 @@ pub(crate) fn sequence_head_names(t: ModelType) -> (&'static str, Activation, &'
 
 pub(crate) fn mlm_names(t: ModelType) -> MlmNames {
     t.family().mlm
+}
+
+/// The family's masked-LM names, or its older checkpoints' names where `has` lacks the
+/// transform of the current ones.
+fn mlm_names_in(t: ModelType, has: impl Fn(&str) -> bool) -> MlmNames {
+    let f = t.family();
+    match f.mlm_legacy {
+        Some(legacy) if !has(&format!("{}.weight", f.mlm.dense)) => legacy,
+        _ => f.mlm,
+    }
 }

@@ -55,15 +55,28 @@ pub struct DistanceTable {
     pub center: usize,
 }
 
+/// DeBERTa's disentangled terms of one layer: the `[rows, hidden]` relative embeddings
+/// projected by the layer's key projection (content-to-position: `q_i · pos_key[r]`) and
+/// query projection (position-to-content: `k_j · pos_query[r]`), where `r` is entry
+/// `i - j + center` of `index` (f32-held row numbers, shared by every layer).
+#[derive(Debug, Clone, Copy)]
+pub struct Disentangled {
+    pub pos_key: Option<WeightId>,
+    pub pos_query: Option<WeightId>,
+    pub index: WeightId,
+    pub center: usize,
+    pub rows: usize,
+}
+
 #[derive(Debug, Clone)]
 pub enum Op {
-    /// `out = LN(word[id] + position[offset + i] + token_type[t])`, each table but the word
+    /// `out = LN(word[id] + position[offset + i] + token_type[t])`, each part but the word
     /// embeddings optional.
     Embeddings {
         word: WeightId,
         position: Option<WeightId>,
         token_type: Option<WeightId>,
-        norm: Norm,
+        norm: Option<Norm>,
         position_offset: usize,
         out: BufId,
     },
@@ -77,7 +90,8 @@ pub enum Op {
         out: BufId,
     },
     /// Multi-head self-attention over a fused `[q | k | v]` buffer, padding keys masked:
-    /// `softmax(q·k * scale + bias[j - i])·v`.
+    /// `softmax((q·k + c2p + p2c) * scale + bias[j - i])·v`, the disentangled terms and the
+    /// distance bias optional.
     Attention {
         qkv: BufId,
         out: BufId,
@@ -85,6 +99,7 @@ pub enum Op {
         head_dim: usize,
         scale: f32,
         bias: Option<DistanceTable>,
+        relative: Option<Disentangled>,
     },
     /// A gated MLP's middle: `out = act(x[.., ..n]) * x[.., n..]` for `x` of `2n` columns.
     Gate {
@@ -122,7 +137,7 @@ impl Op {
             } => {
                 let mut v = vec![(*word, Rows)];
                 v.extend(position.iter().chain(token_type).map(|&id| (id, Whole)));
-                v.extend(norm(n));
+                v.extend(n.iter().flat_map(norm));
                 v
             }
             Op::Linear {
@@ -133,7 +148,14 @@ impl Op {
                 v.extend(n.iter().flat_map(norm));
                 v
             }
-            Op::Attention { bias, .. } => bias.iter().map(|b| (b.table, Whole)).collect(),
+            Op::Attention { bias, relative, .. } => {
+                let mut v: Vec<_> = bias.iter().map(|b| (b.table, Whole)).collect();
+                if let Some(r) = relative {
+                    let tables = [r.pos_key, r.pos_query, Some(r.index)];
+                    v.extend(tables.into_iter().flatten().map(|id| (id, Whole)));
+                }
+                v
+            }
             Op::Gate { .. } | Op::Gather { .. } => Vec::new(),
         }
     }
@@ -181,6 +203,14 @@ impl Plan {
     pub fn logits_cols(&self, head: usize) -> usize {
         self.head(head).map_or(0, |h| self.buffers[h.logits.0].cols)
     }
+}
+
+/// DeBERTa's relative embeddings as every layer projects them.
+struct RelativeEmbeddings {
+    values: Vec<f32>,
+    rows: usize,
+    index: WeightId,
+    center: usize,
 }
 
 struct Builder<'a> {
@@ -331,6 +361,7 @@ impl Builder<'_> {
                 super::positions::relative_bias_table(&t.data, heads, buckets, max_distance, len)
             }
             DistanceBias::Alibi => super::positions::alibi_table(heads, len),
+            DistanceBias::Disentangled { .. } => return Ok(None),
         };
         let table = self.push(
             "attention.distance_bias",
@@ -340,6 +371,123 @@ impl Builder<'_> {
             table,
             center: len - 1,
         }))
+    }
+
+    /// DeBERTa's relative embeddings (`2 * span` rows, LayerNormed where the config says)
+    /// and the index of the row each distance reads; `None` without disentangled attention.
+    fn relative_embeddings(&mut self) -> Result<Option<RelativeEmbeddings>> {
+        let cfg = self.cfg;
+        let (
+            Some(d),
+            DistanceBias::Disentangled {
+                embeddings, norm, ..
+            },
+        ) = (cfg.disentangled, cfg.family().distance_bias)
+        else {
+            return Ok(None);
+        };
+        let h = cfg.hidden_size;
+        let rows = 2 * d.span;
+        let shape = (self.src.find(self.prefix(), embeddings))
+            .ok_or_else(|| Error::MissingTensor(embeddings.to_string()))?
+            .1
+            .shape
+            .clone();
+        if shape.len() != 2 || shape[0] < rows || shape[1] != h {
+            return Err(Error::TensorShape {
+                name: embeddings.to_string(),
+                got: shape,
+                expected: vec![rows, h],
+            });
+        }
+        let mut values = self.src.take(self.prefix(), embeddings, &shape)?.data;
+        values.truncate(rows * h);
+        if d.norm {
+            let gamma = self
+                .src
+                .take(self.prefix(), &format!("{norm}.weight"), &[h])?;
+            let beta = self
+                .src
+                .take(self.prefix(), &format!("{norm}.bias"), &[h])?;
+            for row in values.chunks_exact_mut(h) {
+                super::positions::layer_norm(row, &gamma.data, &beta.data, cfg.layer_norm_eps);
+            }
+        }
+        let len = cfg.max_sequence_len();
+        let index = super::positions::disentangled_index(len, d.buckets, d.max_relative, d.span);
+        let index = self.push(
+            "attention.relative_index",
+            Tensor::new(vec![2 * len - 1], index),
+        );
+        Ok(Some(RelativeEmbeddings {
+            values,
+            rows,
+            index,
+            center: len - 1,
+        }))
+    }
+
+    /// Layer `i`'s projections of the relative embeddings: by its own key and query
+    /// projections (rows `h..2h` and `0..h` of the fused `qkv`) where the config shares
+    /// them, else by its `pos_key_proj` / `pos_query_proj`.
+    fn disentangled(
+        &mut self,
+        rel: &RelativeEmbeddings,
+        qkv: Linear,
+        i: usize,
+    ) -> Result<Disentangled> {
+        let cfg = self.cfg;
+        let d = cfg
+            .disentangled
+            .expect("relative embeddings come with their settings");
+        let h = cfg.hidden_size;
+        let DistanceBias::Disentangled {
+            pos_key, pos_query, ..
+        } = cfg.family().distance_bias
+        else {
+            unreachable!("relative embeddings are DeBERTa's")
+        };
+        let project = |b: &mut Self, own: &str, part: usize, name: &str| -> Result<WeightId> {
+            let (w, bias) = if d.share_key {
+                let w = b.weights[qkv.weight.0].data[part * h * h..(part + 1) * h * h].to_vec();
+                let bias = qkv
+                    .bias
+                    .map(|id| b.weights[id.0].data[part * h..(part + 1) * h].to_vec());
+                (w, bias)
+            } else {
+                let l = b.linear(&layer_name(own, i), h, h)?;
+                let bias = l.bias.map(|id| b.weights[id.0].data.clone());
+                (b.weights[l.weight.0].data.clone(), bias)
+            };
+            let bias = bias.unwrap_or_else(|| vec![0.0; h]);
+            let values = super::positions::project_rows(&rel.values, &w, &bias, h);
+            Ok(b.push(&layer_name(name, i), Tensor::new(vec![rel.rows, h], values)))
+        };
+        let pos_key = match d.c2p {
+            true => Some(project(
+                self,
+                pos_key,
+                1,
+                "encoder.layer.{i}.attention.pos_key",
+            )?),
+            false => None,
+        };
+        let pos_query = match d.p2c {
+            true => Some(project(
+                self,
+                pos_query,
+                0,
+                "encoder.layer.{i}.attention.pos_query",
+            )?),
+            false => None,
+        };
+        Ok(Disentangled {
+            pos_key,
+            pos_query,
+            index: rel.index,
+            center: rel.center,
+            rows: rel.rows,
+        })
     }
 
     fn op_linear(&mut self, x: BufId, linear: Linear, act: Activation, out: BufId) {
@@ -393,11 +541,13 @@ impl Plan {
         } else {
             None
         };
-        let norm = b.norm(names.norm, e)?;
         // ALBERT projects even where the widths agree; ELECTRA only where they differ.
         let project = e != h
             || b.src
                 .contains(b.prefix(), &format!("{}.weight", names.project));
+        // DeBERTa projects (without a bias) before the LayerNorm, the others after it.
+        let before = project && names.project_before_norm;
+        let norm = b.norm(names.norm, if before { h } else { e })?;
         let embed_out = if project {
             b.buffer("embeddings", Rows::Tokens, e)
         } else {
@@ -407,28 +557,46 @@ impl Plan {
             word,
             position,
             token_type,
-            norm,
+            norm: (!before).then_some(norm),
             position_offset: cfg.position_offset,
             out: embed_out,
         });
         if project {
-            let proj = b.linear(names.project, e, h)?;
-            b.op_linear(embed_out, proj, Activation::None, hidden);
+            let proj = b.linear_with(names.project, e, h, !before)?;
+            b.ops.push(Op::Linear {
+                x: embed_out,
+                linear: proj,
+                act: Activation::None,
+                residual: None,
+                norm: before.then_some(norm),
+                out: hidden,
+            });
         }
         let bias = b.distance_table()?;
+        let relative_embeddings = b.relative_embeddings()?;
 
         for i in 0..cfg.num_layers {
             let n = layer_names(cfg.model_type, i);
             let t = &fam.layer;
             let qkv_w = b.fused_qkv(n.qkv, h)?;
             b.op_linear(hidden, qkv_w, Activation::None, qkv);
+            let relative = match &relative_embeddings {
+                Some(rel) => Some(b.disentangled(rel, qkv_w, i)?),
+                None => None,
+            };
+            // DeBERTa divides every term by sqrt(d · (1 + its relative terms)).
+            let terms = cfg
+                .disentangled
+                .map_or(0, |d| d.c2p as usize + d.p2c as usize);
+            let scale = 1.0 / ((cfg.head_dim() * (1 + terms)) as f32).sqrt();
             b.ops.push(Op::Attention {
                 qkv,
                 out: ctx,
                 heads: cfg.num_heads,
                 head_dim: cfg.head_dim(),
-                scale: 1.0 / (cfg.head_dim() as f32).sqrt(),
+                scale,
                 bias,
+                relative,
             });
             let attn_out = b.layer_linear(t.attn_out, i, h, h)?;
             let attn_norm = b.norm(&n.attn_norm, h)?;

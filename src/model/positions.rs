@@ -1,7 +1,7 @@
 //! Position terms computed once on the host, in the reference implementations' own float
-//! arithmetic (so that a bucket boundary never moves by an ulp), and read by both executors
-//! as `[heads, 2L - 1]` distance tables: entry `h, j - i + L - 1` is added to the attention
-//! score of query `i` and key `j`.
+//! arithmetic (so that a bucket boundary never moves by an ulp), and read by both executors:
+//! `[heads, 2L - 1]` distance tables (entry `h, j - i + L - 1` is added to the attention
+//! score of query `i` and key `j`) and DeBERTa's relative-embedding index per distance.
 
 /// MPNet's (T5's bidirectional) bucket of `relative = key - query`: half the buckets per
 /// direction, exact below a quarter of them, log-spaced up to `max_distance`; the float steps
@@ -19,6 +19,83 @@ pub fn relative_bucket(relative: i64, buckets: usize, max_distance: usize) -> us
     let scaled = (n as f32 / max_exact as f32).ln() / log_ratio * (half - max_exact) as f32;
     bucket += (max_exact + scaled as i64).min(half - 1);
     bucket as usize
+}
+
+/// DeBERTa-v2's relative position of `relative = query - key`: exact within half the
+/// buckets, log-spaced beyond up to `max_position` (`make_log_bucket_position`, its float
+/// steps f32 as torch takes them); unbucketed where `buckets` is 0.
+pub fn log_bucket(relative: i64, buckets: usize, max_position: usize) -> i64 {
+    if buckets == 0 || max_position == 0 {
+        return relative;
+    }
+    let mid = (buckets / 2) as i64;
+    let abs = if relative < mid && relative > -mid {
+        mid - 1
+    } else {
+        relative.abs()
+    };
+    if abs <= mid {
+        return relative;
+    }
+    let denom = (((max_position - 1) as f64 / mid as f64) as f32).ln();
+    let log_pos = ((abs as f32 / mid as f32).ln() / denom * (mid - 1) as f32).ceil() + mid as f32;
+    log_pos as i64 * relative.signum()
+}
+
+/// DeBERTa's index into its `2 * span` projected relative embeddings for every distance
+/// `query - key` of a sequence of up to `len` tokens (entry `query - key + len - 1`): the
+/// bucket clamped into the table. Content-to-position and position-to-content read the same
+/// entry (`-bucket(key - query) == bucket(query - key)`).
+pub fn disentangled_index(
+    len: usize,
+    buckets: usize,
+    max_position: usize,
+    span: usize,
+) -> Vec<f32> {
+    let top = 2 * span as i64 - 1;
+    (0..2 * len - 1)
+        .map(|d| {
+            let bucket = log_bucket(d as i64 - (len as i64 - 1), buckets, max_position);
+            (bucket + span as i64).clamp(0, top) as f32
+        })
+        .collect()
+}
+
+/// LayerNorm of one row (host-side tables only; the executors have their own).
+pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let n = row.len() as f32;
+    let mean = row.iter().sum::<f32>() / n;
+    let var = row.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / n;
+    let inv = 1.0 / (var + eps).sqrt();
+    for ((x, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+        *x = (*x - mean) * inv * g + b;
+    }
+}
+
+/// `x · wᵀ + bias` for the rows of `x` by a PyTorch `[out, in]` matrix `w` (`in` = `n_in`).
+pub fn project_rows(x: &[f32], w: &[f32], bias: &[f32], n_in: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len() / n_in * bias.len());
+    for row in x.chunks_exact(n_in) {
+        for (col, b) in w.chunks_exact(n_in).zip(bias) {
+            out.push(dot(row, col) + b);
+        }
+    }
+    out
+}
+
+/// Eight independent sums, so that the loop vectorises.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = (ca.remainder().iter().zip(cb.remainder()))
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }
 
 /// The distance table of a learned `[buckets, heads]` relative bias (`weights`, row-major).
@@ -118,6 +195,16 @@ mod tests {
             let rel = lo + i as i64;
             let got = relative_bucket(rel, buckets as usize, max.unwrap() as usize);
             assert_eq!(got as u64, w.as_u64().unwrap(), "distance {rel}");
+        }
+        for table in g["deberta_buckets"].as_array().unwrap() {
+            let size = table["bucket_size"].as_u64().unwrap() as usize;
+            let max = table["max_position"].as_u64().unwrap() as usize;
+            for (i, w) in table["buckets"].as_array().unwrap().iter().enumerate() {
+                let rel = lo + i as i64;
+                let got = log_bucket(rel, size, max);
+                assert_eq!(got, w.as_i64().unwrap(), "distance {rel}, {size} buckets");
+                assert_eq!(-log_bucket(-rel, size, max), got, "odd in the distance");
+            }
         }
         for (n, want) in g["alibi_slopes"].as_object().unwrap() {
             let want: Vec<f32> = (want.as_array().unwrap().iter())

@@ -36,12 +36,11 @@ fn main() {
             "num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512}"#,
             )
             .expect("config");
-            let (cfg, mut weights) =
-                webert::model::synthetic::random_model(cfg, "minilm-l6", 1).expect("shape");
-            if q4 || q8 {
-                synthetic::quantize(&mut weights, q8);
-            }
-            (cfg, weights)
+            let fabricate = synthetic::Fabricate {
+                seed: 1,
+                quantize: (q4 || q8).then_some(q8),
+            };
+            synthetic::random_model(cfg, "minilm-l6", fabricate).expect("shape")
         }
     };
     let (plan, weights) = Plan::build(cfg, weights).expect("plan");

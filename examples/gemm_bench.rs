@@ -258,7 +258,15 @@ fn main() {
                 head_dim: d,
                 scale: 1.0 / (d as f32).sqrt(),
             };
-            attention(kern, &qkv, &mut out, &[l], shape, Default::default(), &scratch)
+            attention(
+                kern,
+                &qkv,
+                &mut out,
+                &[l],
+                shape,
+                Default::default(),
+                &scratch,
+            )
         }) * 1e3;
         println!(
             "{:>16} attention {l} tokens x {heads} heads of {d}: {ms:.3} ms per layer, {:.2} ms per forward (6 layers)",

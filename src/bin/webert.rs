@@ -739,17 +739,18 @@ mod bench {
             return Engine::load(files, options).await;
         };
         let (config, tokenizer, _) = files.load()?;
-        let (config, mut weights) = webert::model::synthetic::random_model(config, shape, 42)
+        let quantize = match a.quant.as_deref() {
+            None => None,
+            Some(q @ ("q4" | "q8")) => Some(q == "q8"),
+            Some(q) => return Err(Error::Input(format!("--quant {q}: use q4 or q8"))),
+        };
+        let fabricate = webert::model::synthetic::Fabricate { seed: 42, quantize };
+        let (config, weights) = webert::model::synthetic::random_model(config, shape, fabricate)
             .ok_or_else(|| {
                 Error::Input(format!(
                     "unknown shape `{shape}`; use bert-base, bert-large or minilm-l6"
                 ))
             })?;
-        match a.quant.as_deref() {
-            None => {}
-            Some(q @ ("q4" | "q8")) => webert::model::synthetic::quantize(&mut weights, q == "q8"),
-            Some(q) => return Err(Error::Input(format!("--quant {q}: use q4 or q8"))),
-        }
         Engine::build(config, tokenizer, weights, options).await
     }
 

@@ -388,19 +388,15 @@ impl Builder<'_> {
         };
         let h = cfg.hidden_size;
         let rows = 2 * d.span;
-        let shape = (self.src.find(self.prefix(), embeddings))
-            .ok_or_else(|| Error::MissingTensor(embeddings.to_string()))?
-            .1
-            .shape
-            .clone();
-        if shape.len() != 2 || shape[0] < rows || shape[1] != h {
-            return Err(Error::TensorShape {
-                name: embeddings.to_string(),
-                got: shape,
-                expected: vec![rows, h],
-            });
-        }
-        let mut values = self.src.take(self.prefix(), embeddings, &shape)?.data;
+        // A table longer than the span is used in part, as the reference does.
+        let mut values = match self.src.take(self.prefix(), embeddings, &[rows, h]) {
+            Err(Error::TensorShape { got, .. })
+                if got.len() == 2 && got[0] > rows && got[1] == h =>
+            {
+                self.src.take(self.prefix(), embeddings, &got)?.data
+            }
+            t => t?.data,
+        };
         values.truncate(rows * h);
         if d.norm {
             let gamma = self

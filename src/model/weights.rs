@@ -172,6 +172,9 @@ impl ChannelQuant {
 #[derive(Debug, Default)]
 pub struct Weights {
     tensors: HashMap<String, Tensor>,
+    /// Seeded random tensors for whatever is taken and absent (benchmarks of any family
+    /// at any size, `synthetic.rs`).
+    fabricate: Option<super::synthetic::Fabricate>,
 }
 
 /// Converts little-endian values of `size` bytes to f32 into a fallibly allocated vector.
@@ -182,6 +185,14 @@ fn convert(raw: &[u8], size: usize, what: &str, f: impl Fn(&[u8]) -> f32) -> Res
 }
 
 impl Weights {
+    /// No tensors: every one taken is drawn at random (see `synthetic.rs`).
+    pub fn fabricated(f: super::synthetic::Fabricate) -> Self {
+        Weights {
+            fabricate: Some(f),
+            ..Default::default()
+        }
+    }
+
     pub fn insert(&mut self, name: String, t: Tensor) {
         self.tensors.insert(name, t);
     }
@@ -281,22 +292,24 @@ impl Weights {
 
     /// Removes and returns a tensor, checking its shape.
     pub fn take(&mut self, prefix: &str, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let key = self
+        if let Some(f) = self.fabricate.filter(|_| self.find(prefix, name).is_none()) {
+            return Ok(f.tensor(name, shape));
+        }
+        let (key, t) = self
             .find(prefix, name)
-            .map(|(k, _)| k.to_string())
             .ok_or_else(|| Error::MissingTensor(format!("{prefix}.{name}")))?;
-        let t = self
-            .tensors
-            .remove(&key)
-            .ok_or_else(|| Error::MissingTensor(key.clone()))?;
         if t.shape != shape {
+            // Left in place: a caller may take it again at its own shape.
             return Err(Error::TensorShape {
-                name: key,
-                got: t.shape,
+                name: key.to_string(),
+                got: t.shape.clone(),
                 expected: shape.to_vec(),
             });
         }
-        Ok(t)
+        let key = key.to_string();
+        self.tensors
+            .remove(&key)
+            .ok_or_else(|| Error::MissingTensor(key.clone()))
     }
 
     pub fn contains(&self, prefix: &str, name: &str) -> bool {

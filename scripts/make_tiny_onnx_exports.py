@@ -1,23 +1,41 @@
 #!/usr/bin/env python3
-"""Real ONNX exports of the tiny seeded DistilBERT, RoBERTa and ELECTRA checkpoints in tests/tiny:
-torch.onnx's TorchScript exporter (what optimum and transformers.js's conversion script use),
-opset 14, dynamic batch and sequence axes, then quantized as transformers.js does: q8
-(`quantize_dynamic`, per-channel, reduce_range, QInt8) and q4 (`MatMulNBits`, block 32,
-symmetric). Writes tests/onnx-exports/<folder>/onnx/model.onnx, model_quantized.onnx and
-model_q4.onnx, and onnxruntime's probabilities on those files to
+"""Real ONNX exports of the tiny seeded DistilBERT, RoBERTa, ELECTRA, MPNet, ALBERT and Jina v2
+checkpoints in tests/tiny: torch.onnx's TorchScript exporter (what optimum and transformers.js's
+conversion script use), opset 14, dynamic batch and sequence axes, then quantized as
+transformers.js does: q8 (`quantize_dynamic`, per-channel, reduce_range, QInt8) and q4
+(`MatMulNBits`, block 32, symmetric). Writes tests/onnx-exports/<folder>/onnx/model.onnx,
+model_quantized.onnx and model_q4.onnx, and onnxruntime's outputs on those files to
 tests/onnx-exports/<folder>/onnx_golden.json, for tests/onnx_exports.rs (which takes config and
-tokenizer from tests/tiny/<folder>). Needs torch, transformers and onnxruntime (/work/pyenv here); CI only
-reads the committed outputs.
-  python scripts/make_tiny_onnx_exports.py
+tokenizer from tests/tiny/<folder>). Needs torch, transformers, onnx and onnxruntime (/work/pyenv
+here); CI only reads the committed outputs.
+
+Classifiers' goldens hold each text's probabilities (`task` `sequence` / `token`). The base models
+(mpnet-base-st, jina-v2-base: `task` `hidden`, output `last_hidden_state` as transformers.js's
+feature-extraction files) hold each text's `mean_pooled` last hidden state (mean over its tokens),
+and its rows (`hidden`) for texts of at most 64 tokens. MPNet and Jina also get a 276-token text
+(relative distances past MPNet's 128, ALiBi over long spans). Jina v2 has no transformers class:
+its export is scripts/make_tiny_families.py's JinaBertRef (the remote code's JinaBertModel,
+eager attention) loaded from the folder's safetensors. ALBERT's shared layer reaches the
+quantizers without the exporter's Identity nodes (`without_weight_identities`, as a graph cleaner
+such as onnxslim would), so that every layer reads the same quantized weight; quantized with
+them, onnxruntime would leave every layer but the first in f32 (webert's importer then keeps the
+f32 weights for all layers).
+
+The first four folders (`CASES`) were written by the first version of this script; rerunning it
+(torch 2.15.0, onnx 1.23.2, onnx-ir 1.1.0, onnxruntime 1.32.0) rewrites their .onnx files
+byte-identically, and their goldens up to onnxruntime's last digits (~1e-7, machine-dependent).
+`--only` picks folders: `--only mpnet-seqcls,mpnet-base-st,albert-seqcls,jina-v2-base` leaves the
+first four as they are.
+  python scripts/make_tiny_onnx_exports.py [--only a,b] [--out DIR]
 """
-import json, logging, os
+import argparse, json, logging, os, sys
 import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
-from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+from transformers import AutoModel, AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
 logging.disable(logging.INFO)
 TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests')
@@ -29,6 +47,14 @@ CASES = [
     ('roberta-tokcls', AutoModelForTokenClassification),
     ('electra-seqcls', AutoModelForSequenceClassification),
 ]
+# The families of scripts/make_tiny_families.py: folder, class (None: JinaBertRef), long text.
+FAMILY_CASES = [
+    ('mpnet-seqcls', AutoModelForSequenceClassification, True),
+    ('mpnet-base-st', AutoModel, True),
+    ('albert-seqcls', AutoModelForSequenceClassification, False),
+    ('jina-v2-base', None, True),
+]
+HIDDEN_ROWS = 64  # `hidden` rows are kept for texts up to this many tokens
 
 
 class Logits(torch.nn.Module):
@@ -42,49 +68,156 @@ class Logits(torch.nn.Module):
         return self.model(**dict(zip(self.names, inputs))).logits
 
 
+class Hidden(Logits):
+    """The model called with its inputs by name, returning only the last hidden state."""
+
+    def forward(self, *inputs):
+        return self.model(**dict(zip(self.names, inputs))).last_hidden_state
+
+
 def softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
 
 
+def without_weight_identities(model):
+    """The model with `Identity(initializer)` nodes removed, their readers reading the initializer.
+    torch.onnx shares a parameter used by several modules (ALBERT's one layer, run num_hidden_layers
+    times) through such Identity nodes; onnxruntime's quantizers only quantize initializers that a
+    node reads directly, so without this the first layer would come out quantized and the others
+    f32. Graph cleaners such as onnxslim remove them the same way."""
+    inits = {t.name for t in model.graph.initializer}
+    alias = {n.output[0]: n.input[0] for n in model.graph.node if n.op_type == 'Identity' and n.input[0] in inits}
+    keep = [n for n in model.graph.node if not (n.op_type == 'Identity' and n.output[0] in alias)]
+    for n in keep:
+        n.input[:] = [alias.get(i, i) for i in n.input]
+    del model.graph.node[:]
+    model.graph.node.extend(keep)
+    return model, len(alias)
+
+
+def export_all(module, example, names, output, axes, out, shared=False):
+    """model.onnx by the TorchScript exporter, then model_quantized.onnx (q8) and model_q4.onnx.
+    With `shared`, the quantizers get the model without_weight_identities (model.onnx keeps them)."""
+    fp32 = os.path.join(out, 'model.onnx')
+    torch.onnx.export(module, example, fp32, input_names=names,
+                      output_names=[output], dynamic_axes=axes, opset_version=14, do_constant_folding=True,
+                      dynamo=False)
+    source = fp32
+    if shared:
+        model, n = without_weight_identities(onnx.load(fp32))
+        if n:
+            source = os.path.join(out, 'model_shared.tmp.onnx')
+            onnx.save(model, source)
+    quantize_dynamic(source, os.path.join(out, 'model_quantized.onnx'), per_channel=True, reduce_range=True,
+                     weight_type=QuantType.QInt8)
+    q4 = MatMulNBitsQuantizer(onnx.load(source), algo_config=DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True))
+    q4.process()
+    onnx.save(q4.model.model, os.path.join(out, 'model_q4.onnx'))
+    if source != fp32:
+        os.remove(source)
+
+
+DTYPES = (('fp32', 'model.onnx'), ('q8', 'model_quantized.onnx'), ('q4', 'model_q4.onnx'))
+
+
+def main_case(name, cls, root):
+    folder = os.path.join(ROOT, name)
+    exports = os.path.join(root, name)
+    out = os.path.join(exports, 'onnx')
+    os.makedirs(out, exist_ok=True)
+    model = cls.from_pretrained(folder).eval()
+    tok = AutoTokenizer.from_pretrained(folder)
+    first = tok(TEXTS[0], return_tensors='pt')
+    names = [n for n in ('input_ids', 'attention_mask', 'token_type_ids') if n in first]
+    if model.config.model_type == 'distilbert':
+        names = names[:2]
+    axes = {n: {0: 'batch_size', 1: 'sequence_length'} for n in names}
+    axes['logits'] = {0: 'batch_size', 1: 'sequence_length'} if cls is AutoModelForTokenClassification else {0: 'batch_size'}
+    export_all(Logits(model, names), tuple(first[n] for n in names), names, 'logits', axes, out)
+    golden = {'exporter': f'torch {torch.__version__} onnx TorchScript opset 14', 'onnxruntime': ort.__version__,
+              'task': 'token' if cls is AutoModelForTokenClassification else 'sequence', 'dtypes': {}}
+    for dtype, file in DTYPES:
+        sess = ort.InferenceSession(os.path.join(out, file), providers=['CPUExecutionProvider'])
+        rows = []
+        for text in TEXTS:
+            enc = tok(text, return_tensors='np')
+            logits = sess.run(None, {i.name: enc[i.name].astype(np.int64) for i in sess.get_inputs()})[0][0]
+            rows.append({'text': text, 'input_ids': enc['input_ids'][0].tolist(),
+                         'probs': softmax(logits.astype(np.float64)).tolist()})
+        golden['dtypes'][dtype] = rows
+    with open(os.path.join(exports, 'onnx_golden.json'), 'w') as f:
+        json.dump(golden, f, indent=1)
+    print(name, 'written')
+
+
+def r8(values):
+    """Floats to 8 significant digits (f32 precision, shorter JSON)."""
+    return [float(f'{v:.8g}') for v in np.asarray(values, dtype=np.float64).ravel().tolist()]
+
+
+def family_case(name, cls, long_text, root):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_tiny_families as fam  # JinaBertRef and the long text; sets single-threaded torch
+    from safetensors.torch import load_file
+    folder = os.path.join(ROOT, name)
+    exports = os.path.join(root, name)
+    out = os.path.join(exports, 'onnx')
+    os.makedirs(out, exist_ok=True)
+    tok = AutoTokenizer.from_pretrained(folder)
+    if cls is None:
+        with open(os.path.join(folder, 'config.json')) as f:
+            model = fam.JinaBertRef(fam.JinaCfg(**json.load(f)))
+        model.load_state_dict(load_file(os.path.join(folder, 'model.safetensors')), strict=True)
+        model.eval()
+    else:
+        model = cls.from_pretrained(folder, dtype=torch.float32).eval()
+    texts = TEXTS + ([fam.LONG] if long_text else [])
+    first = tok(TEXTS[0], return_tensors='pt')
+    names = [n for n in ('input_ids', 'attention_mask', 'token_type_ids') if n in first]
+    axes = {n: {0: 'batch_size', 1: 'sequence_length'} for n in names}
+    hidden = cls is None or cls is AutoModel
+    output = 'last_hidden_state' if hidden else 'logits'
+    axes[output] = {0: 'batch_size', 1: 'sequence_length'} if hidden else {0: 'batch_size'}
+    wrap = Hidden if hidden else Logits
+    with torch.no_grad():
+        export_all(wrap(model, names), tuple(first[n] for n in names), names, output, axes, out, shared=True)
+    golden = {'exporter': f'torch {torch.__version__} onnx TorchScript opset 14', 'onnxruntime': ort.__version__,
+              'task': 'hidden' if hidden else 'sequence', 'dtypes': {}}
+    for dtype, file in DTYPES:
+        sess = ort.InferenceSession(os.path.join(out, file), providers=['CPUExecutionProvider'])
+        rows = []
+        for text in texts:
+            enc = tok(text, return_tensors='np')
+            y = sess.run(None, {i.name: enc[i.name].astype(np.int64) for i in sess.get_inputs()})[0][0]
+            row = {'text': text, 'input_ids': enc['input_ids'][0].tolist()}
+            if hidden:
+                row['mean_pooled'] = r8(y.astype(np.float64).mean(0))
+                if len(y) <= HIDDEN_ROWS:
+                    row['hidden'] = [r8(v) for v in y]
+            else:
+                row['probs'] = r8(softmax(y.astype(np.float64)))
+            rows.append(row)
+        golden['dtypes'][dtype] = rows
+    with open(os.path.join(exports, 'onnx_golden.json'), 'w') as f:
+        json.dump(golden, f, separators=(',', ':'))
+        f.write('\n')
+    print(name, 'written', {f: os.path.getsize(os.path.join(out, f)) for _, f in DTYPES})
+
+
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--only', default='', help='comma-separated folder names (default: all)')
+    ap.add_argument('--out', default=os.path.join(TESTS, 'onnx-exports'))
+    args = ap.parse_args()
+    only = [s for s in args.only.split(',') if s]
     torch.manual_seed(0)
     for name, cls in CASES:
-        folder = os.path.join(ROOT, name)
-        exports = os.path.join(TESTS, 'onnx-exports', name)
-        out = os.path.join(exports, 'onnx')
-        os.makedirs(out, exist_ok=True)
-        model = cls.from_pretrained(folder).eval()
-        tok = AutoTokenizer.from_pretrained(folder)
-        first = tok(TEXTS[0], return_tensors='pt')
-        names = [n for n in ('input_ids', 'attention_mask', 'token_type_ids') if n in first]
-        if model.config.model_type == 'distilbert':
-            names = names[:2]
-        axes = {n: {0: 'batch_size', 1: 'sequence_length'} for n in names}
-        axes['logits'] = {0: 'batch_size', 1: 'sequence_length'} if cls is AutoModelForTokenClassification else {0: 'batch_size'}
-        fp32 = os.path.join(out, 'model.onnx')
-        torch.onnx.export(Logits(model, names), tuple(first[n] for n in names), fp32, input_names=names,
-                          output_names=['logits'], dynamic_axes=axes, opset_version=14, do_constant_folding=True,
-                          dynamo=False)
-        quantize_dynamic(fp32, os.path.join(out, 'model_quantized.onnx'), per_channel=True, reduce_range=True,
-                         weight_type=QuantType.QInt8)
-        q4 = MatMulNBitsQuantizer(onnx.load(fp32), algo_config=DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True))
-        q4.process()
-        onnx.save(q4.model.model, os.path.join(out, 'model_q4.onnx'))
-        golden = {'exporter': f'torch {torch.__version__} onnx TorchScript opset 14', 'onnxruntime': ort.__version__,
-                  'task': 'token' if cls is AutoModelForTokenClassification else 'sequence', 'dtypes': {}}
-        for dtype, file in (('fp32', 'model.onnx'), ('q8', 'model_quantized.onnx'), ('q4', 'model_q4.onnx')):
-            sess = ort.InferenceSession(os.path.join(out, file), providers=['CPUExecutionProvider'])
-            rows = []
-            for text in TEXTS:
-                enc = tok(text, return_tensors='np')
-                logits = sess.run(None, {i.name: enc[i.name].astype(np.int64) for i in sess.get_inputs()})[0][0]
-                rows.append({'text': text, 'input_ids': enc['input_ids'][0].tolist(),
-                             'probs': softmax(logits.astype(np.float64)).tolist()})
-            golden['dtypes'][dtype] = rows
-        with open(os.path.join(exports, 'onnx_golden.json'), 'w') as f:
-            json.dump(golden, f, indent=1)
-        print(name, 'written')
+        if not only or name in only:
+            main_case(name, cls, args.out)
+    for name, cls, long_text in FAMILY_CASES:
+        if not only or name in only:
+            family_case(name, cls, long_text, args.out)
 
 
 if __name__ == '__main__':

@@ -53,6 +53,8 @@ pub enum OnnxError {
     UnsupportedOp { node: String, op: String },
     #[error("not a BERT-family encoder graph: {0}")]
     NoEncoder(String),
+    #[error("unsupported graph: {0}")]
+    Unsupported(String),
     #[error("tensors `{first}` and `{second}` both map to weight name `{name}`")]
     DuplicateName {
         name: String,
@@ -275,11 +277,24 @@ impl<'a> Importer<'a> {
         }
     }
 
-    /// Records a weight under its state-dict name.
+    /// Records a weight under its state-dict name. A name met again (a module that every
+    /// layer shares, as ALBERT's) is recorded once: from the same initializer, or from another
+    /// holding the same values, or the same weight quantized (see [`Importer::same_weight`]).
     fn push(&mut self, name: String, v: Value) -> Result<(), OnnxError> {
         if let Some(first) = self.origins.get(&name) {
             if *first == v.origin {
                 return Ok(());
+            }
+            if let Some(i) = self.out.iter().position(|t| t.name == name) {
+                match same_weight(&self.out[i], &v) {
+                    Same::Equal | Same::KeepFirst => return Ok(()),
+                    Same::KeepSecond => {
+                        (self.out[i].data, self.out[i].quant) = (v.data, None);
+                        self.origins.insert(name, v.origin);
+                        return Ok(());
+                    }
+                    Same::Differ => {}
+                }
             }
             return Err(OnnxError::DuplicateName {
                 name,
@@ -443,6 +458,56 @@ impl<'a> Importer<'a> {
             }
             _ => Ok(None),
         }
+    }
+}
+
+/// How a weight met a second time under a name relates to the one recorded first.
+#[derive(Debug, PartialEq)]
+enum Same {
+    Equal,
+    KeepFirst,
+    KeepSecond,
+    Differ,
+}
+
+/// Whether `second` holds the weight already recorded as `first`: the same values, or one of
+/// the two stored quantized (with its codes) and the other in f32 within one quantization step
+/// of it everywhere (half a step of rounding, or a whole one where symmetric q4 clamps its
+/// largest positive value from 8 to 7). onnxruntime's quantizers quantize an initializer only where a node
+/// reads it directly, so an export that shares one layer's weights through `Identity` nodes
+/// (ALBERT from torch.onnx) comes out with the first layer quantized and the others in f32;
+/// one weight serves every layer here, and the f32 one is kept.
+fn same_weight(first: &ImportedTensor, second: &Value) -> Same {
+    if first.shape != second.shape {
+        return Same::Differ;
+    }
+    if first.data == second.data {
+        return Same::Equal;
+    }
+    // The quantized weight, its values, the f32 values, and which to keep (the f32 one).
+    let (quantized, values, plain, keep) = match (&first.quant, &second.quant) {
+        (Some(q), None) => (q, &first.data, &second.data, Same::KeepSecond),
+        (None, Some(q)) => (q, &second.data, &first.data, Same::KeepFirst),
+        _ => return Same::Differ,
+    };
+    let k = first.shape.last().copied().unwrap_or(1).max(1);
+    let step = |i: usize| -> Option<f32> {
+        let (row, col) = (i / k, i % k);
+        match quantized {
+            Quant::Channel(c) => c.scales.get(row).copied(),
+            Quant::Block(b) => b
+                .scales
+                .get(row * b.blocks(k) + col / b.block.max(1))
+                .copied(),
+        }
+    };
+    let close = (values.iter().zip(plain).enumerate()).all(|(i, (&q, &p))| {
+        step(i).is_some_and(|s| (q - p).abs() <= s.abs() * 1.001 + 1e-6 * p.abs())
+    });
+    if close && values.len() == plain.len() {
+        keep
+    } else {
+        Same::Differ
     }
 }
 

@@ -261,6 +261,26 @@ impl<'a> Importer<'a> {
         Some(Quant::Channel(q))
     }
 
+    /// The `DequantizeLinear` that `t` reaches through ops that only move values.
+    fn dequantize_after_moves(&self, t: &str) -> Option<&'a NodeProto> {
+        let mut t = t;
+        for _ in 0..4 {
+            let [n] = self.consumers.get(t)?.as_slice() else {
+                return None;
+            };
+            match n.op_type.as_str() {
+                "DequantizeLinear" if input(n, 0) == t => return Some(n),
+                "Transpose" | "Unsqueeze" | "Squeeze" | "Reshape" | "Identity"
+                    if input(n, 0) == t =>
+                {
+                    t = output(n)
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
     fn only_consumer(&self, output: &str, op: &str) -> Option<&'a NodeProto> {
         match self.consumers.get(output)?.as_slice() {
             [n] if n.op_type == op => Some(n),
@@ -333,6 +353,17 @@ impl<'a> Importer<'a> {
                 .ok_or_else(|| node_err(dq, "scale is not a constant"))?;
             let zp = self.zero_point(input(dq, 2))?;
             return Ok(Some((deq(scale, zp, dq)?, output(dq).into())));
+        }
+        // onnxruntime's quantizer moves the codes (`Gather → Transpose → DequantizeLinear`, as
+        // MPNet's relative bias lookup) when one scale serves the whole table.
+        if let Some(dq) = self.dequantize_after_moves(output(node)) {
+            let scale = self
+                .resolve(input(dq, 1), 0)?
+                .ok_or_else(|| node_err(dq, "scale is not a constant"))?;
+            let zp = self.zero_point(input(dq, 2))?;
+            if scale.data.len() == 1 && zp.as_ref().is_none_or(|z| z.len() == 1) {
+                return Ok(Some((deq(scale, zp, dq)?, output(dq).into())));
+            }
         }
         if let Some(cast) = self.only_consumer(output(node), "Cast") {
             if let Some(mul) = self.only_consumer(output(cast), "Mul") {

@@ -97,6 +97,7 @@ pub mod dtype {
     pub const UINT16: i32 = 4;
     pub const INT16: i32 = 5;
     pub const INT32: i32 = 6;
+    pub const INT64: i32 = 7;
     pub const FLOAT16: i32 = 10;
     pub const BFLOAT16: i32 = 16;
     pub const UINT4: i32 = 21;

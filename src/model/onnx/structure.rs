@@ -6,13 +6,22 @@
 //! product is the attention output, then residual + LayerNorm, the FFN pair, residual +
 //! LayerNorm. What follows the last layer is the task head (token classifier / QA
 //! outputs on every token, masked-LM transform + decoder, or a pooled first-token head).
+//!
+//! What a family does differently comes from its table entry (`family.rs`): which lookups the
+//! embedding sum has (no position table: Jina; no token types: MPNet, DistilBERT), the
+//! projection after the embeddings (ELECTRA, ALBERT), the terms added to the attention scores
+//! besides the mask (MPNet's relative bias, a lookup of one `[buckets, heads]` table; Jina's
+//! ALiBi, computed from constant slopes that must be the host's), the gated MLP (Jina: one
+//! unbiased linear whose output is sliced in halves, the activation on the first), and shared
+//! layers (ALBERT: every layer's weights have the same names, met again in each layer).
 
 use super::super::config::ModelType;
-use super::super::family::layer_names;
+use super::super::family::{layer_names, DistanceBias, Family, Mlp, Positions};
 use super::super::heads::{mlm_names, sequence_head_names};
+use super::super::positions::alibi_slopes;
 use super::ops::{is_linear_op, Linear};
 use super::proto::{GraphProto, NodeProto};
-use super::{input, node_err, output, ImportedTensor, Importer, OnnxError, Value};
+use super::{attr_i, input, node_err, output, tensor, ImportedTensor, Importer, OnnxError, Value};
 use std::collections::{HashSet, VecDeque};
 
 struct Norm<'a> {
@@ -42,11 +51,19 @@ pub(super) fn walk(
     graph: &GraphProto,
     family: ModelType,
 ) -> Result<Vec<ImportedTensor>, OnnxError> {
+    let fam = family.family();
+    if let DistanceBias::Disentangled { .. } = fam.distance_bias {
+        return Err(OnnxError::Unsupported(format!(
+            "{} graphs (disentangled attention) are not imported from ONNX: use the model's safetensors weights",
+            fam.class
+        )));
+    }
     let mut w = Walker {
         imp,
         graph,
         prefix: family.prefix(),
         family,
+        fam,
     };
     let mut h = w.embeddings()?;
     let mut layer = 0;
@@ -57,12 +74,12 @@ pub(super) fn walk(
             continue;
         }
         if layer == 0 {
-            // ELECTRA's projection from the embedding width to the hidden width.
+            // The projection from the embedding width to the hidden width (ELECTRA, ALBERT).
             let mut first = w.linears_from(&h)?;
             if first.len() == 1 {
                 let proj = first.remove(0);
                 let next = proj.out.clone();
-                let name = format!("{}.embeddings_project", w.prefix);
+                let name = format!("{}.{}", w.prefix, w.fam.embeddings.project);
                 w.push_linear(&name, proj)?;
                 if let Some(after) = w.layer(&next, 0)? {
                     h = after;
@@ -86,6 +103,17 @@ struct Walker<'a, 'g> {
     graph: &'g GraphProto,
     prefix: &'static str,
     family: ModelType,
+    fam: &'static Family,
+}
+
+/// What a tensor is computed from, back to graph inputs, constants and shape queries (not
+/// crossing `Shape`: a value computed from a tensor's shape only does not depend on it).
+#[derive(Default)]
+struct Ancestry<'a> {
+    /// `Gather` nodes reading a constant 2-D table.
+    tables: Vec<&'a NodeProto>,
+    /// Float constants read (or values computed from constants only), by name.
+    floats: Vec<String>,
 }
 
 impl<'a> Walker<'a, '_> {
@@ -396,8 +424,28 @@ impl<'a> Walker<'a, '_> {
         self.imp
             .push(format!("{p}.embeddings.word_embeddings.weight"), word_table)?;
         let is_type = |w: &Self, g: &NodeProto| w.traces_to(input(g, 1), "token_type_ids", 0);
+        let (types, positions) = (self.fam.token_types, self.fam.positions != Positions::None);
         let type_index = match others.as_slice() {
             [] => None,
+            [(g, _), ..] if !(types && positions) => {
+                let allowed = usize::from(types) + usize::from(positions);
+                if others.len() > allowed {
+                    let what = match (types, positions) {
+                        (true, false) => "token types and no position table",
+                        (false, true) => "a position table and no token types",
+                        _ => "neither position nor token type embeddings",
+                    };
+                    return Err(node_err(
+                        g,
+                        format!(
+                            "{} lookups in the embedding sum, but {} has {what}",
+                            others.len() + 1,
+                            self.fam.class
+                        ),
+                    ));
+                }
+                types.then_some(0)
+            }
             [(g, _)] => is_type(self, g).then_some(0),
             [(a, ta), (b, tb)] => Some(if is_type(self, a) {
                 0
@@ -467,12 +515,15 @@ impl<'a> Walker<'a, '_> {
             return Ok(None);
         }
         let (mut q, mut k, mut v) = (None, None, None);
-        let mut context = None;
+        let (mut context, mut scores_product) = (None, None);
         for l in linears {
             let Some((product, slot)) = self.attention_entry(&l.out) else {
                 return Ok(None);
             };
             let scores = self.reaches_softmax(product);
+            if scores {
+                scores_product = Some(product);
+            }
             let place = match (scores, slot) {
                 (true, 0) => &mut q,
                 (true, _) => &mut k,
@@ -489,9 +540,12 @@ impl<'a> Walker<'a, '_> {
                 ));
             }
         }
-        let (Some(q), Some(k), Some(v), Some(context)) = (q, k, v, context) else {
+        let (Some(q), Some(k), Some(v), Some(context), Some(scores)) =
+            (q, k, v, context, scores_product)
+        else {
             return Ok(None);
         };
+        self.distance_bias(scores)?;
         let names = layer_names(self.family, i);
         let p = self.prefix;
         let attn_out = self
@@ -511,9 +565,32 @@ impl<'a> Walker<'a, '_> {
             ));
         }
         let ffn_in = ffn.remove(0);
+        if let Mlp::Gated { .. } = self.fam.mlp {
+            self.gated_halves(&ffn_in)?;
+        }
         let ffn_out = self
             .next_linear(&ffn_in.out, 12)?
             .ok_or_else(|| node_err(ffn_in.node, "no second FFN linear after the activation"))?;
+        let layer = &self.fam.layer;
+        for (template, l) in [
+            (layer.qkv[0], &q),
+            (layer.qkv[1], &k),
+            (layer.qkv[2], &v),
+            (layer.attn_out, &attn_out),
+            (layer.ffn_in, &ffn_in),
+            (layer.ffn_out, &ffn_out),
+        ] {
+            if l.bias.is_some() && self.fam.unbiased.contains(&template) {
+                return Err(node_err(
+                    l.node,
+                    format!(
+                        "{} has no bias in {}, but this linear adds one",
+                        template.replace("{i}.", ""),
+                        self.fam.class
+                    ),
+                ));
+            }
+        }
         let ffn_norm = self
             .norm_after(&ffn_out.out, 4)?
             .ok_or_else(|| node_err(ffn_out.node, "no LayerNorm after the FFN"))?;
@@ -582,8 +659,9 @@ impl<'a> Walker<'a, '_> {
             return Ok(()); // a bare encoder
         };
         let (pre, _, out) = sequence_head_names(self.family);
-        let pre = if pre == "pooler.dense" {
-            format!("{}.pooler.dense", self.prefix)
+        // BERT's and ALBERT's poolers are modules of the base model.
+        let pre = if pre == "pooler.dense" || pre == "pooler" {
+            format!("{}.{pre}", self.prefix)
         } else {
             pre.to_string()
         };
@@ -598,6 +676,300 @@ impl<'a> Walker<'a, '_> {
                 "unrecognised head: one linear on the first token",
             )),
         }
+    }
+
+    /// The terms added to the attention scores between the product `Q·Kᵀ` and the Softmax,
+    /// besides the running scores.
+    fn score_addends(&self, product: &NodeProto) -> Vec<String> {
+        let mut t = output(product).to_string();
+        let mut out = Vec::new();
+        for _ in 0..8 {
+            let Some(u) = self.only_user(&t) else {
+                break;
+            };
+            if u.op_type == "Softmax" {
+                break;
+            }
+            if u.op_type == "Add" {
+                out.extend(u.input.iter().filter(|i| **i != t).cloned());
+            }
+            t = output(u).to_string();
+        }
+        out
+    }
+
+    /// What `t` is computed from (at most a few hundred tensors back).
+    fn ancestry(&self, t: &str) -> Ancestry<'a> {
+        const LIMIT: usize = 400;
+        let mut a = Ancestry::default();
+        let mut seen = HashSet::new();
+        let mut queue = VecDeque::from([t.to_string()]);
+        while let Some(t) = queue.pop_front() {
+            if seen.len() >= LIMIT || !seen.insert(t.clone()) {
+                continue;
+            }
+            // A constant, or a value computed from constants only (`slopes * -1` unfolded).
+            if self.imp.is_const(&t, 0) {
+                let float = match self.imp.consts.get(t.as_str()) {
+                    Some(c) => tensor::is_float(c.data_type),
+                    None => true,
+                };
+                if float {
+                    a.floats.push(t);
+                }
+                continue;
+            }
+            let Some(&p) = self.imp.producer.get(t.as_str()) else {
+                continue;
+            };
+            if matches!(p.op_type.as_str(), "Shape" | "Size") {
+                continue;
+            }
+            let table = input(p, 0);
+            if matches!(p.op_type.as_str(), "Gather" | "GatherBlockQuantized")
+                && self.imp.is_const(table, 0)
+                && self
+                    .imp
+                    .consts
+                    .get(table)
+                    .is_some_and(|c| c.dims.len() == 2)
+            {
+                a.tables.push(p);
+                queue.push_back(input(p, 1).to_string());
+                continue;
+            }
+            queue.extend(p.input.iter().filter(|i| !i.is_empty()).cloned());
+        }
+        a
+    }
+
+    /// The family's distance bias among the terms added to the attention scores of one
+    /// layer: MPNet's relative bias table is named (once, however many layers add it);
+    /// Jina's ALiBi carries no weight, but its slopes must be the host's.
+    fn distance_bias(&mut self, scores: &'a NodeProto) -> Result<(), OnnxError> {
+        let addends = self.score_addends(scores);
+        let family = self.fam.class;
+        match self.fam.distance_bias {
+            DistanceBias::None | DistanceBias::Disentangled { .. } => Ok(()),
+            DistanceBias::RelativeBuckets { table, .. } => {
+                let mut found: Vec<&'a NodeProto> = Vec::new();
+                for a in &addends {
+                    if let Some(folded) = self.folded(a)? {
+                        return Err(node_err(
+                            scores,
+                            format!(
+                                "the relative position bias is a constant of shape {:?} here (folded for one sequence length): export {family} with a dynamic sequence axis",
+                                folded.shape
+                            ),
+                        ));
+                    }
+                    let anc = self.ancestry(a);
+                    for g in anc.tables {
+                        if !found.iter().any(|f| std::ptr::eq(*f, g)) {
+                            found.push(g);
+                        }
+                    }
+                }
+                let g = match found.as_slice() {
+                    [g] => *g,
+                    [] => {
+                        return Err(node_err(
+                            scores,
+                            format!("{family}'s relative position bias (a lookup of a [buckets, heads] table) is not added to these attention scores"),
+                        ))
+                    }
+                    [a, b, ..] => {
+                        return Err(node_err(
+                            scores,
+                            format!(
+                                "several tables (`{}`, `{}`) are added to the attention scores",
+                                a.name, b.name
+                            ),
+                        ))
+                    }
+                };
+                let (value, _) = self
+                    .imp
+                    .embedding(g)?
+                    .ok_or_else(|| node_err(g, "the relative bias table is not a constant"))?;
+                self.mark(g);
+                self.imp.push(format!("{}.{table}", self.prefix), value)
+            }
+            DistanceBias::Alibi => {
+                let mut seen = Vec::new();
+                for a in &addends {
+                    if let Some(folded) = self.folded(a)? {
+                        return alibi_of_folded(&folded).map_err(|why| node_err(scores, why));
+                    }
+                    let anc = self.ancestry(a);
+                    if let Some(g) = anc.tables.first() {
+                        return Err(node_err(
+                            g,
+                            format!("a table lookup is added to the attention scores, but {family} has ALiBi only"),
+                        ));
+                    }
+                    for f in anc.floats {
+                        let Ok(Some(v)) = self.imp.resolve(&f, 0) else {
+                            continue;
+                        };
+                        // A precomputed table sliced to the sequence (the remote code's `alibi`
+                        // buffer, `[1, heads, max, max][:, :, :L, :L]`).
+                        let square = matches!(v.shape[..], [_, .., r, c] if r == c && r > 1);
+                        if square {
+                            return alibi_of_folded(&v).map_err(|why| node_err(scores, why));
+                        }
+                        let want: Vec<f32> =
+                            alibi_slopes(v.data.len()).iter().map(|s| -s).collect();
+                        if close(&v.data, &want) {
+                            return Ok(());
+                        }
+                        if v.data.len() > 1 {
+                            seen.push((f, v.data));
+                        }
+                    }
+                }
+                let why = match seen.first() {
+                    Some((name, got)) if got.len() <= 64 => format!(
+                        "the constant `{name}` added to the attention scores, {got:?}, is not -1 times the ALiBi slopes of {} heads, {:?}",
+                        got.len(),
+                        alibi_slopes(got.len())
+                    ),
+                    Some((name, got)) => format!(
+                        "the constant `{name}` ({} values) added to the attention scores is not -1 times the ALiBi slopes",
+                        got.len()
+                    ),
+                    None => format!(
+                        "no ALiBi term (constant slopes times the query-key distance) is added to these attention scores, as {family} has"
+                    ),
+                };
+                Err(node_err(scores, why))
+            }
+        }
+    }
+
+    /// `t` as a float constant of rank 3 or more (a bias folded for one sequence length).
+    fn folded(&self, t: &str) -> Result<Option<Value>, OnnxError> {
+        if !self.imp.is_const(t, 0) {
+            return Ok(None);
+        }
+        Ok(self.imp.resolve(t, 0)?.filter(|v| v.shape.len() >= 3))
+    }
+
+    /// The gated MLP's split: the unbiased linear's output cut in two halves on its last
+    /// axis (two `Slice`s or one `Split`), the activation on the first half only, the
+    /// halves multiplied (`act(gate) * up`, as the plan's `Gate` op computes).
+    fn gated_halves(&self, l: &Linear<'a>) -> Result<(), OnnxError> {
+        let n = l.n_out();
+        let width = n / 2;
+        let err = |why: String| Err(node_err(l.node, why));
+        let mut halves: [Option<String>; 2] = [None, None];
+        for u in self.users(&l.out) {
+            match u.op_type.as_str() {
+                "Slice" => {
+                    let ints = |i: usize| self.const_ints(input(u, i));
+                    let (Some(starts), Some(ends)) = (ints(1), ints(2)) else {
+                        return err(format!("`{}` slices by computed bounds", u.name));
+                    };
+                    let axes = ints(3).unwrap_or_else(|| vec![-1]);
+                    let steps = ints(4).unwrap_or_else(|| vec![1]);
+                    let last_axis = matches!(axes.as_slice(), [-1] | [2]);
+                    let at = |e: i64| e.clamp(0, n as i64) as usize;
+                    let half = match (starts.as_slice(), ends.as_slice()) {
+                        ([0], [e]) if at(*e) == width => 0,
+                        ([s], [e]) if at(*s) == width && at(*e) == n => 1,
+                        _ => usize::MAX,
+                    };
+                    if !last_axis || steps != [1] || half > 1 || halves[half].is_some() {
+                        return err(format!(
+                            "`{}` does not cut the {n} outputs in halves (starts {starts:?}, ends {ends:?}, axes {axes:?})",
+                            u.name
+                        ));
+                    }
+                    halves[half] = Some(output(u).to_string());
+                }
+                "Split" if u.output.len() == 2 => {
+                    let axis = attr_i(u, "axis").unwrap_or(0);
+                    let sizes = self.const_ints(input(u, 1));
+                    let even = sizes.as_deref().is_none_or(|s| s == [width as i64; 2]);
+                    if !matches!(axis, -1 | 2) || !even {
+                        return err(format!(
+                            "`{}` does not split the last axis in halves",
+                            u.name
+                        ));
+                    }
+                    halves = [Some(u.output[0].clone()), Some(u.output[1].clone())];
+                }
+                _ => {
+                    return err(format!(
+                        "the gated MLP's linear feeds `{}` ({}), expected two halves",
+                        u.name, u.op_type
+                    ))
+                }
+            }
+        }
+        let [Some(gate), Some(up)] = halves else {
+            return err("the gated MLP's linear is not cut in two halves".into());
+        };
+        // `up` enters the product as it is; `gate` through the activation.
+        let Some(mul) = self.only_user(&up).filter(|m| m.op_type == "Mul") else {
+            return err("the second half of the gated MLP is not multiplied as it is".into());
+        };
+        let other = mul
+            .input
+            .iter()
+            .find(|i| **i != up)
+            .cloned()
+            .unwrap_or_default();
+        let act = [
+            "Erf",
+            "Tanh",
+            "Sigmoid",
+            "Relu",
+            "Gelu",
+            "FastGelu",
+            "QuickGelu",
+        ];
+        if other == gate || self.traces_to(&other, &up, 0) || !self.between_has(&gate, &other, &act)
+        {
+            return err("the activation of the gated MLP is not on the first half of its linear (act(gate) * up)".into());
+        }
+        Ok(())
+    }
+
+    /// A small integer constant (shape operands), if `t` is one.
+    fn const_ints(&self, t: &str) -> Option<Vec<i64>> {
+        let c = self.imp.consts.get(t)?;
+        (c.dims.iter().product::<i64>() <= 16)
+            .then(|| tensor::to_i64(c).ok())
+            .flatten()
+    }
+
+    /// Whether a node of one of `ops` lies on a path from `from` to `to` (within a few steps).
+    fn between_has(&self, from: &str, to: &str, ops: &[&str]) -> bool {
+        let mut frontier = vec![(from.to_string(), false)];
+        let mut seen = HashSet::new();
+        for _ in 0..12 {
+            let mut next = Vec::new();
+            for (t, hit) in &frontier {
+                for u in self.users(t) {
+                    let hit = *hit || ops.contains(&u.op_type.as_str());
+                    if output(u) == to {
+                        if hit {
+                            return true;
+                        }
+                        continue;
+                    }
+                    if seen.insert((output(u).to_string(), hit)) {
+                        next.push((output(u).to_string(), hit));
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        false
     }
 
     fn reaches_op(&self, t: &str, op: &str, limit: usize) -> bool {
@@ -642,6 +1014,45 @@ impl<'a> Walker<'a, '_> {
         }
         Ok(())
     }
+}
+
+/// Whether `got` and `want` agree to f32 rounding.
+fn close(got: &[f32], want: &[f32]) -> bool {
+    got.len() == want.len()
+        && (got.iter().zip(want)).all(|(g, w)| (g - w).abs() <= 1e-6 * w.abs().max(1e-30))
+}
+
+/// An ALiBi bias held as a constant `[.., heads, L, L]` (folded for one length, or a table
+/// sliced to the sequence): it must be `-slope_h · |i - j|` with the host's slopes. Checked on
+/// the leading 256 × 256 block of each head and its last row.
+fn alibi_of_folded(v: &Value) -> Result<(), String> {
+    let &[.., heads, rows, cols] = v.shape.as_slice() else {
+        return Err(format!("constant bias of shape {:?}", v.shape));
+    };
+    let per_head = rows * cols;
+    if rows != cols || heads == 0 || v.data.len() != heads * per_head {
+        return Err(format!(
+            "the constant bias of shape {:?} is not one [heads, L, L] ALiBi table",
+            v.shape
+        ));
+    }
+    let slopes = alibi_slopes(heads);
+    let near = 0..rows.min(256);
+    let cells = (near.clone())
+        .flat_map(|i| near.clone().map(move |j| (i, j)))
+        .chain((0..cols).map(|j| (rows - 1, j)));
+    for (h, (slope, head)) in slopes.iter().zip(v.data.chunks_exact(per_head)).enumerate() {
+        for (i, j) in cells.clone() {
+            let got = head[i * cols + j];
+            let want = -slope * i.abs_diff(j) as f32;
+            if (got - want).abs() > 1e-6 * want.abs().max(1.0) {
+                return Err(format!(
+                    "the constant ALiBi table holds {got} for head {h}, query {i}, key {j}; the host's slopes give {want}"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether a `MatMul` multiplies by a constant (a linear layer, not an attention product).

@@ -88,6 +88,25 @@ pub(super) fn to_f32(t: &TensorProto) -> Result<Vec<f32>, Reason> {
     }
 }
 
+/// A small int64 tensor (shape operands: `Slice` bounds, `Split` sizes); other integer
+/// types through [`to_i32`].
+pub(super) fn to_i64(t: &TensorProto) -> Result<Vec<i64>, Reason> {
+    if t.data_type != dtype::INT64 {
+        return Ok(to_i32(t)?.into_iter().map(i64::from).collect());
+    }
+    let n = numel(&shape(t)?)?;
+    if t.raw_data.is_empty() && n > 0 {
+        if t.int64_data.len() != n {
+            return Err(len_mismatch("int64_data", t.int64_data.len(), n));
+        }
+        return Ok(t.int64_data.clone());
+    }
+    Ok(raw(t, n, 8)?
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect())
+}
+
 /// Integer tensor (8/16/32-bit or packed 4-bit) as i32, one value per logical element.
 pub(super) fn to_i32(t: &TensorProto) -> Result<Vec<i32>, Reason> {
     let n = numel(&shape(t)?)?;

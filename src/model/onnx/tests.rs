@@ -1302,3 +1302,256 @@ fn write_fuzz_seeds() {
         std::fs::write(format!("{dir}/mini-{i}.onnx"), bytes).unwrap();
     }
 }
+
+// ---- real exports of the other families (tests/onnx-exports, scripts/make_tiny_onnx_exports.py)
+
+fn export(folder: &str, file: &str) -> Vec<u8> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(
+        root.join("tests/onnx-exports")
+            .join(folder)
+            .join("onnx")
+            .join(file),
+    )
+    .unwrap()
+}
+
+/// The folder's safetensors weights, by name.
+fn checkpoint(folder: &str) -> crate::model::Weights {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(
+        root.join("tests/tiny")
+            .join(folder)
+            .join("model.safetensors"),
+    );
+    let mut w = crate::model::Weights::default();
+    w.add_safetensors("model.safetensors", &bytes.unwrap())
+        .unwrap();
+    w
+}
+
+#[test]
+fn other_families_fp32_exports_name_every_weight_as_their_checkpoint() {
+    for (folder, family) in [
+        ("mpnet-seqcls", ModelType::MpNet),
+        ("mpnet-base-st", ModelType::MpNet),
+        ("albert-seqcls", ModelType::Albert),
+        ("jina-v2-base", ModelType::JinaBert),
+    ] {
+        let got = import_onnx_as(&export(folder, "model.onnx"), family).unwrap();
+        let want = checkpoint(folder);
+        let prefixed = format!("{}.", family.prefix());
+        for t in &got {
+            let bare = t.name.strip_prefix(&prefixed).unwrap_or(&t.name);
+            let (_, w) = (want.find(family.prefix(), bare))
+                .unwrap_or_else(|| panic!("{folder}: `{}` is not in the checkpoint", t.name));
+            assert_eq!(t.shape, w.shape, "{folder}: {}", t.name);
+            assert_eq!(t.data, w.data, "{folder}: {}", t.name);
+        }
+        let names: Vec<&str> = got.iter().map(|t| t.name.as_str()).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{folder}: a name twice");
+        // Everything but what the export leaves out (Jina's pooler, MPNet's pooler and
+        // tied decoder: not used by the exported outputs).
+        for name in want.names() {
+            let bare = name.strip_prefix(&prefixed).unwrap_or(name);
+            let used = got
+                .iter()
+                .any(|t| t.name.strip_prefix(&prefixed) == Some(bare) || t.name == *name);
+            assert!(
+                used || name.contains("pooler") || name.starts_with("lm_head"),
+                "{folder}: {name} not imported"
+            );
+        }
+        match family {
+            ModelType::MpNet => {
+                assert!(names.contains(&"mpnet.encoder.relative_attention_bias.weight"))
+            }
+            ModelType::Albert => {
+                // one shared layer, met in each of the 3 layers: 16 tensors, once each
+                let shared = names.iter().filter(|n| n.contains("albert_layer_groups.0"));
+                assert_eq!(shared.count(), 16);
+                assert!(names.contains(&"albert.encoder.embedding_hidden_mapping_in.weight"));
+                assert!(names.contains(&"albert.pooler.weight"));
+            }
+            _ => {
+                assert!(!names.iter().any(|n| n.contains("position_embeddings")));
+                assert!(!names.iter().any(|n| n.contains("gated_layers.bias")));
+            }
+        }
+    }
+}
+
+/// The import error of `graph` as `family`.
+fn error_as(graph: GraphProto, family: ModelType) -> String {
+    match import_onnx_as(&encode(graph), family) {
+        Ok(_) => panic!("the graph imports as {family:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The first node of `graph` that `pred` picks.
+fn node_index(graph: &GraphProto, pred: impl Fn(&NodeProto) -> bool) -> usize {
+    graph.node.iter().position(pred).expect("node")
+}
+
+#[test]
+fn alibi_slopes_must_be_the_hosts() {
+    let mut graph = decode(&export("jina-v2-base", "model.onnx"));
+    // The slopes: one Constant [heads, 1, 1] = -slope_h (folded `slopes * -1`).
+    let i = node_index(&graph, |n| {
+        n.op_type == "Constant"
+            && n.attribute
+                .iter()
+                .any(|a| a.t.as_ref().is_some_and(|t| t.dims == [4, 1, 1]))
+    });
+    let t = graph.node[i].attribute[0].t.as_mut().unwrap();
+    let slopes: Vec<f32> = (t.raw_data.chunks_exact(4))
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let host: Vec<f32> = crate::model::positions::alibi_slopes(4)
+        .iter()
+        .map(|s| -s)
+        .collect();
+    assert_eq!(slopes, host);
+    // Slopes of 8 heads' rule for the first four: refused, naming both.
+    let other: Vec<f32> = crate::model::positions::alibi_slopes(8)[..4]
+        .iter()
+        .map(|s| -s)
+        .collect();
+    t.raw_data = other.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let e = error_as(graph, ModelType::JinaBert);
+    assert!(e.contains("ALiBi slopes of 4 heads"), "{e}");
+    // No ALiBi term at all: the bias Add bypassed.
+    let mut graph = decode(&export("jina-v2-base", "model.onnx"));
+    bypass_adds(&mut graph, "/encoder/Cast_2_output_0");
+    let e = error_as(graph, ModelType::JinaBert);
+    assert!(e.contains("no ALiBi term"), "{e}");
+}
+
+#[test]
+fn a_constant_alibi_table_is_checked_against_the_host() {
+    // The ALiBi term replaced by a constant [1, heads, L, L] (as an export folded for one
+    // length): accepted when it is -slope_h · |i - j|, refused otherwise.
+    let table = |slopes: &[f32], len: usize| -> Vec<f32> {
+        let mut t = Vec::new();
+        for s in slopes {
+            for i in 0..len {
+                t.extend((0..len).map(|j| -s * i.abs_diff(j) as f32));
+            }
+        }
+        t
+    };
+    let with = |values: &[f32]| {
+        let mut graph = decode(&export("jina-v2-base", "model.onnx"));
+        graph
+            .initializer
+            .push(f32s("alibi_folded", &[1, 4, 5, 5], values));
+        for n in graph.node.iter_mut().filter(|n| n.op_type == "Add") {
+            for i in n
+                .input
+                .iter_mut()
+                .filter(|i| i.ends_with("/encoder/Cast_2_output_0"))
+            {
+                *i = "alibi_folded".into();
+            }
+        }
+        graph
+    };
+    let host = crate::model::positions::alibi_slopes(4);
+    let ok = encode(with(&table(&host, 5)));
+    import_onnx_as(&ok, ModelType::JinaBert).unwrap();
+    let halved: Vec<f32> = host.iter().map(|s| s / 2.0).collect();
+    let e = error_as(with(&table(&halved, 5)), ModelType::JinaBert);
+    assert!(e.contains("constant ALiBi table holds"), "{e}");
+}
+
+/// Removes every `Add` of `addend` (a name ending), its readers reading its other input.
+fn bypass_adds(graph: &mut GraphProto, addend: &str) {
+    let adds = |n: &NodeProto| n.op_type == "Add" && n.input.iter().any(|i| i.ends_with(addend));
+    let renames: Vec<(String, String)> = (graph.node.iter().filter(|n| adds(n)))
+        .map(|n| {
+            let keep = n.input.iter().find(|i| !i.ends_with(addend)).unwrap();
+            (n.output[0].clone(), keep.clone())
+        })
+        .collect();
+    assert!(!renames.is_empty());
+    graph.node.retain(|n| !adds(n));
+    for n in graph.node.iter_mut() {
+        for i in n.input.iter_mut() {
+            if let Some((_, keep)) = renames.iter().find(|(from, _)| from == i) {
+                *i = keep.clone();
+            }
+        }
+    }
+}
+
+#[test]
+fn the_relative_bias_must_reach_the_scores() {
+    let mut graph = decode(&export("mpnet-seqcls", "model.onnx"));
+    bypass_adds(&mut graph, "/encoder/Expand_output_0");
+    let e = error_as(graph, ModelType::MpNet);
+    assert!(e.contains("relative position bias"), "{e}");
+    // As a family without one, the table is a weight nobody explains.
+    let graph = decode(&export("mpnet-seqcls", "model.onnx"));
+    let e = error_as(graph.clone(), ModelType::Roberta);
+    assert!(e.contains("relative_attention_bias/Gather"), "{e}");
+    let e = error_as(graph, ModelType::DebertaV2);
+    assert!(e.starts_with("unsupported graph: DebertaV2"), "{e}");
+}
+
+#[test]
+fn the_gated_mlp_activates_its_first_half() {
+    // Swap the halves: the activation now runs on the second half of `gated_layers`.
+    let mut graph = decode(&export("jina-v2-base", "model.onnx"));
+    let slices: Vec<usize> = (0..graph.node.len())
+        .filter(|&i| graph.node[i].op_type == "Slice" && graph.node[i].name.contains("layer.0/mlp"))
+        .collect();
+    assert_eq!(slices.len(), 2);
+    let (a, b) = (slices[0], slices[1]);
+    let (ia, ib) = (graph.node[a].input.clone(), graph.node[b].input.clone());
+    graph.node[a].input = ib;
+    graph.node[b].input = ia;
+    let e = error_as(graph, ModelType::JinaBert);
+    assert!(e.contains("of the gated MLP"), "{e}");
+    // q8 and q4 exports import (the split follows the rescaled integer product).
+    for file in ["model_quantized.onnx", "model_q4.onnx"] {
+        import_onnx_as(&export("jina-v2-base", file), ModelType::JinaBert).unwrap();
+    }
+}
+
+#[test]
+fn a_shared_weight_met_again_quantized_keeps_the_f32_one() {
+    let (k, n) = (4usize, 2usize);
+    let plain: Vec<f32> = values(n * k, 5);
+    let scale = 0.05f32;
+    let codes: Vec<i32> = plain.iter().map(|v| (v / scale).round() as i32).collect();
+    let deq: Vec<f32> = codes.iter().map(|&c| c as f32 * scale).collect();
+    // Only the scales matter here (one per output row).
+    let q = crate::model::weights::ChannelQuant {
+        signed: true,
+        codes: codes.iter().map(|&c| c as i8 as u8).collect(),
+        scales: vec![scale; n],
+        zero_points: vec![0; n],
+    };
+    let quantized = ImportedTensor {
+        name: "w".into(),
+        shape: vec![n, k],
+        data: deq.clone(),
+        quant: Some(Quant::Channel(q)),
+    };
+    let f32_value = Value::new("b", vec![n, k], plain.clone());
+    assert_eq!(same_weight(&quantized, &f32_value), Same::KeepSecond);
+    let far = Value::new("c", vec![n, k], plain.iter().map(|v| v + 0.1).collect());
+    assert_eq!(same_weight(&quantized, &far), Same::Differ);
+    let equal = Value::new("d", vec![n, k], deq);
+    assert_eq!(same_weight(&quantized, &equal), Same::Equal);
+    let plain_first = ImportedTensor {
+        quant: None,
+        data: plain,
+        ..quantized
+    };
+    assert_eq!(same_weight(&plain_first, &far), Same::Differ);
+}

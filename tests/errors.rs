@@ -317,3 +317,70 @@ fn every_kernel_gives_the_same_hidden_states() {
         );
     }
 }
+
+/// Configs of the newer families: a missing key is named, and what is not built (DeBERTa's
+/// convolution and `p2p`, ALBERT's layer groups, BERT's relative_key positions, Jina's
+/// SwiGLU) is refused at load by name.
+#[test]
+fn newer_family_configs_name_what_is_missing_or_not_built() {
+    use webert::model::ModelConfig;
+    type Config = serde_json::Map<String, serde_json::Value>;
+    type Edit<'a> = &'a dyn Fn(&mut Config);
+    let config = |name: &str| {
+        let path = root().join("tests/tiny").join(name).join("config.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        serde_json::from_str::<Config>(&text).unwrap()
+    };
+    let err = |name: &str, edit: Edit| {
+        let mut c = config(name);
+        edit(&mut c);
+        let text = serde_json::to_string(&c).unwrap();
+        match ModelConfig::from_json("config.json", &text) {
+            Ok(_) => panic!("{name}: an edited config loaded"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let cases: [(&str, Edit, &str); 9] = [
+        ("mpnet-mlm", &|c| drop(c.remove("vocab_size")), "missing `vocab_size`"),
+        (
+            "mpnet-mlm",
+            &|c| drop(c.insert("relative_attention_num_buckets".into(), 16.into())),
+            "`relative_attention_num_buckets` is 16",
+        ),
+        ("jina-v2-base", &|c| drop(c.remove("feed_forward_type")), "missing `feed_forward_type`"),
+        (
+            "jina-v2-base",
+            &|c| drop(c.insert("feed_forward_type".into(), "swiglu".into())),
+            "unsupported feed_forward_type `swiglu`",
+        ),
+        (
+            "deberta-v3-seqcls",
+            &|c| drop(c.insert("conv_kernel_size".into(), 3.into())),
+            "convolution",
+        ),
+        (
+            "deberta-v3-seqcls",
+            &|c| drop(c.insert("pos_att_type".into(), "p2p|c2p".into())),
+            "pos_att_type `p2p`",
+        ),
+        (
+            "albert-qa",
+            &|c| drop(c.insert("num_hidden_groups".into(), 2.into())),
+            "num_hidden_groups",
+        ),
+        (
+            "bert-gelu-tanh-f16",
+            &|c| drop(c.insert("position_embedding_type".into(), "relative_key".into())),
+            "position_embedding_type `relative_key`",
+        ),
+        (
+            "albert-qa",
+            &|c| drop(c.insert("model_type".into(), "modernbert".into())),
+            "supported: bert, distilbert, roberta, camembert, xlm-roberta, electra, albert, mpnet, deberta-v2",
+        ),
+    ];
+    for (name, edit, want) in cases {
+        let got = err(name, edit);
+        assert!(got.contains(want), "{name}: `{got}` lacks `{want}`");
+    }
+}

@@ -24,6 +24,11 @@ struct HeadScratch {
     scores: Vec<f32>,
     inv_sums: Vec<f32>,
     a_pack: Vec<f32>,
+    /// DeBERTa's projected relative embeddings of this head, and their products with the
+    /// queries (`c2p`) and keys (`p2c`).
+    positions: PackedB,
+    c2p: Vec<f32>,
+    p2c: Vec<f32>,
 }
 
 /// The layout of one attention: rows per sequence, heads, and the scale of `q·k`.
@@ -122,7 +127,7 @@ pub fn attention(
             &mut s.a_pack,
         );
         if let Some(rel) = relative {
-            add_relative(&mut s.scores, rows, len, ld, (q, h + q, head_dim), &rel);
+            add_relative(kern, s, rows, len, ld, (q, h + q, head_dim), &rel);
         }
         let scale = match bias {
             // Scaled, then biased, as the references add the bias: softmax gets scale 1.
@@ -163,10 +168,12 @@ pub fn attention(
 }
 
 /// Adds DeBERTa's `q_i · pos_key[r] + k_j · pos_query[r]` to each score of one (sequence,
-/// head), `r` the row of distance `i - j`. `cols`: the head's query and key columns in the
-/// `ld`-wide rows, and its width.
+/// head), `r` the row of distance `i - j`: both products as GEMMs over the rows that the
+/// distances of this sequence reach (the index rises with the distance), then gathered.
+/// `cols`: the head's query and key columns in the `ld`-wide rows, and its width.
 fn add_relative(
-    scores: &mut [f32],
+    kern: &Kernel,
+    s: &mut HeadScratch,
     rows: &[f32],
     len: usize,
     ld: usize,
@@ -175,32 +182,46 @@ fn add_relative(
 ) {
     let (q, k, d) = cols;
     let hidden = ld / 3;
-    let at = |r: usize| r * hidden + q..r * hidden + q + d;
+    let seq_len = s.scores.len() / len;
+    let r0 = rel.index[rel.center + 1 - len] as usize;
+    let n = rel.index[rel.center + seq_len - 1] as usize + 1 - r0;
+    let HeadScratch {
+        scores,
+        positions,
+        c2p,
+        p2c,
+        a_pack,
+        ..
+    } = s;
+    if let Some(pk) = rel.pos_key {
+        positions.repack_nk(kern, n, d, &pk[r0 * hidden + q..], hidden);
+        c2p.resize(seq_len * n, 0.0);
+        gemm(
+            kern,
+            seq_len,
+            &rows[q..],
+            ld,
+            positions,
+            c2p,
+            n,
+            false,
+            a_pack,
+        );
+    }
+    if let Some(pq) = rel.pos_query {
+        positions.repack_nk(kern, n, d, &pq[r0 * hidden + q..], hidden);
+        p2c.resize(len * n, 0.0);
+        gemm(kern, len, &rows[k..], ld, positions, p2c, n, false, a_pack);
+    }
     for (i, row) in scores.chunks_exact_mut(len).enumerate() {
-        let query = &rows[i * ld + q..i * ld + q + d];
         for (j, score) in row.iter_mut().enumerate() {
-            let r = rel.index[rel.center + i - j] as usize;
-            if let Some(pk) = rel.pos_key {
-                *score += dot(query, &pk[at(r)]);
+            let r = rel.index[rel.center + i - j] as usize - r0;
+            if rel.pos_key.is_some() {
+                *score += c2p[i * n + r];
             }
-            if let Some(pq) = rel.pos_query {
-                *score += dot(&rows[j * ld + k..j * ld + k + d], &pq[at(r)]);
+            if rel.pos_query.is_some() {
+                *score += p2c[j * n + r];
             }
         }
     }
-}
-
-/// Eight independent sums, so that the loop vectorises.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = (ca.remainder().iter().zip(cb.remainder()))
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }

@@ -4,7 +4,9 @@
 //! also runs for wasm32-wasip1 in Chromium (`node tests/bench/wasi-chromium.mjs <wasm> --q4`).
 //! `--threads N`: native only, N threads.
 //! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers),
-//! `--isa NAME` picks another kernel (avx2 on an AVX-512 machine), `--runs N` (10). Per kind of
+//! `--isa NAME` picks another kernel (avx2 on an AVX-512 machine), `--runs N` (10); with
+//! `--shape bert-base` (`minilm-l6`, `bert-large`) the folder's family at that shape with seeded
+//! weights. Per kind of
 //! op: the mean and the minimum over the runs (the minimum moves less on a loaded machine).
 use std::time::Instant;
 use webert::cpu::{kernels, CpuExecutor};
@@ -27,7 +29,17 @@ fn main() {
         Some(dir) => {
             let files = webert::model::ModelFiles::from_dir(dir.as_ref()).expect("model folder");
             let (cfg, _, weights) = files.load().expect("model");
-            (cfg, weights)
+            match args.iter().position(|a| a == "--shape") {
+                // The folder's family at a standard shape, with seeded weights.
+                Some(i) => {
+                    let fabricate = synthetic::Fabricate {
+                        seed: 1,
+                        quantize: (q4 || q8).then_some(q8),
+                    };
+                    synthetic::random_model(cfg, &args[i + 1], fabricate).expect("--shape NAME")
+                }
+                None => (cfg, weights),
+            }
         }
         None => {
             let cfg = ModelConfig::from_json(
@@ -49,6 +61,7 @@ fn main() {
     } else {
         Quantized::Int
     };
+    let cfg_vocab = plan.config.vocab_size as u32;
     let plan = std::sync::Arc::new(plan);
     let kernel = match args.iter().position(|a| a == "--isa") {
         Some(i) => kernels::by_name(&args[i + 1]).expect("--isa NAME"),
@@ -60,7 +73,7 @@ fn main() {
         .position(|a| a == "--tokens")
         .map_or(128, |i| args[i + 1].parse().expect("--tokens N"));
     let batch = Batch {
-        ids: (0..l as u32).map(|i| 1000 + i * 7).collect(),
+        ids: (0..l as u32).map(|i| (1000 + i * 7) % cfg_vocab).collect(),
         type_ids: vec![0; l],
         lens: vec![l],
         seq_len: l,

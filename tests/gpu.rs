@@ -333,6 +333,52 @@ fn position_term_and_shared_layer_families_match_cpu() {
     }
 }
 
+/// Heads wider than the tiled attention (80: the one-query-per-workgroup shader) with each
+/// position term: MPNet's bucket bias, Jina's ALiBi, DeBERTa's disentangled terms. Seeded
+/// weights drawn as the plan takes them, a long input and a short one in one batch.
+#[test]
+fn wide_heads_with_position_terms_match_cpu() {
+    use webert::model::synthetic::Fabricate;
+    use webert::model::{ModelConfig, Weights};
+    for name in ["mpnet-qa", "jina-v2-base", "deberta-v3-seqcls"] {
+        let dir = root().join("tests/tiny").join(name);
+        let text = std::fs::read_to_string(dir.join("config.json")).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json["hidden_size"] = 160.into();
+        json["num_attention_heads"] = 2.into();
+        json["architectures"] = serde_json::json!([]);
+        let config = ModelConfig::from_json("config.json", &json.to_string()).unwrap();
+        let build = |options: LoadOptions| {
+            let (_, tokenizer, _) = ModelFiles::from_dir(&dir).unwrap().load().unwrap();
+            let weights = Weights::fabricated(Fabricate {
+                seed: 7,
+                quantize: None,
+            });
+            block_on(Engine::build(config.clone(), tokenizer, weights, options))
+        };
+        let Some(gpu) = usable(build(on_gpu(F32))) else {
+            return;
+        };
+        let cpu = build(LoadOptions::cpu()).unwrap();
+        let long = "The museum is in the old town, near the river. ".repeat(14);
+        let encs = vec![
+            cpu.encode(&long, None, None).unwrap(),
+            cpu.encode("Short text.", None, None).unwrap(),
+        ];
+        assert!(encs[0].len() > 130, "{} tokens", encs[0].len());
+        let a = block_on(gpu.run(&encs, Want::Hidden, &[])).unwrap();
+        let b = block_on(cpu.run(&encs, Want::Hidden, &[])).unwrap();
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_close(
+                &format!("{name} wide input {i}"),
+                &x.hidden,
+                &y.hidden,
+                1e-3,
+            );
+        }
+    }
+}
+
 /// A BERT masked LM of odd sizes (hidden 30, 3 heads, intermediate 37, vocabulary 262) with
 /// seeded weights: GEMM reductions that are not multiples of 4 and partial tiles everywhere.
 fn odd_model() -> ModelFiles {
@@ -744,11 +790,13 @@ fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
     for line in &timings {
         // Each shape's candidates repeat (beyond once per weight: 2 or 3 here) until the
         // rule's pass lasts 20 rounding steps, or 512 times; the best of the later rounds may
-        // come in under that (a shared machine's noise), not under half.
+        // come in under that (a shared machine's noise), not under half. On a loaded machine
+        // (other GPU tests share lavapipe's threads) one pass per weight may already last
+        // that long: then none repeats.
         let timed = candidate_timings(line);
         let (rule_ms, reps) = timed[0];
         assert!(
-            reps > 3 && (rule_ms * reps as f64 >= 1.0 || reps == 512),
+            reps >= 2 && (rule_ms * reps as f64 >= 1.0 || reps == 512),
             "{line}"
         );
         assert!(timed.iter().all(|&(ms, n)| ms > 0.0 && n == reps), "{line}");

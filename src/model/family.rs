@@ -499,13 +499,13 @@ pub fn find(name: &str, config_value: impl Fn(&str) -> Option<String>) -> Option
 
 /// The `model_type` names webert reads, for error messages.
 pub fn supported_names() -> String {
-    let mut names: Vec<&str> = FAMILIES
-        .iter()
-        .flat_map(|f| f.names.iter().copied())
-        .collect();
-    names.dedup();
-    let jina = "bert with position_embedding_type alibi (Jina v2)";
-    format!("{}, {jina}", names.join(", "))
+    let names = FAMILIES.iter().flat_map(|f| {
+        f.names.iter().map(move |n| match f.selected_by {
+            None => n.to_string(),
+            Some((key, value)) => format!("{n} with {key} `{value}` ({}Model)", f.class),
+        })
+    });
+    names.collect::<Vec<_>>().join(", ")
 }
 
 /// A layer template with its index filled in.

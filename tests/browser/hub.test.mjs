@@ -24,6 +24,9 @@ before(async () => {
     repos: {
       'test/tiny-seqcls': { dir: TINY },
       'test/pii': { dir: join(MODELS, 'pii') },
+      'sentence-transformers/all-mpnet-base-v2': { dir: join(ROOT, 'tests/tiny/mpnet-base-st') },
+      'Xenova/nli-deberta-v3-xsmall': { dir: join(ROOT, 'tests/tiny/deberta-v3-seqcls') },
+      'jinaai/jina-embeddings-v2-small-en': { dir: join(ROOT, 'tests/tiny/jina-v2-base') },
       't/truncated': { dir: TINY, faults: { 'model.safetensors': 'truncate' } },
       't/lying': { dir: TINY, faults: { 'model.safetensors': 'lying-length' } },
       't/html': { dir: TINY, faults: { 'config.json': 'html' } },
@@ -47,6 +50,22 @@ test('env has transformers.js names and defaults', async () => {
     allowLocalModels: true, // in Node, as transformers.js
     localModelPath: '/models/',
   });
+});
+
+test('ids of the newer families (MPNet, DeBERTa-v3, Jina v2) answer as their local folders', async () => {
+  for (const [id, task, folder] of [
+    ['sentence-transformers/all-mpnet-base-v2', 'feature-extraction', 'mpnet-base-st'],
+    ['Xenova/nli-deberta-v3-xsmall', 'text-classification', 'deberta-v3-seqcls'],
+    ['jinaai/jina-embeddings-v2-small-en', 'feature-extraction', 'jina-v2-base'],
+  ]) {
+    const remote = await pipeline(task, id);
+    const near = await pipeline(task, join(ROOT, 'tests/tiny', folder));
+    const options = task === 'text-classification' ? { top_k: null } : { pooling: 'mean', normalize: true };
+    assert.deepEqual(await remote(TEXT, options), await near(TEXT, options), id);
+    assert.ok(gets(id, 'model.safetensors').length > 0, `${id}: weights from the hub`);
+    remote.dispose();
+    near.dispose();
+  }
 });
 
 test('an id loads from the remote host, weights through its redirect, with progress', async () => {

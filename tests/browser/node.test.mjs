@@ -163,6 +163,32 @@ test('a watched call reports its windows, answers as unwatched, and stops betwee
   await assert.rejects(pii('John', { signal: AbortSignal.abort() }), { name: 'AbortError' });
 });
 
+test('the newer families through the package: MPNet, Jina v2 (ALiBi), DeBERTa-v3, ALBERT against PyTorch', async () => {
+  const tiny = (name) => JSON.parse(readFileSync(join(ROOT, 'tests/tiny', name, 'golden.json'), 'utf8'));
+  const singles = (g) => g.cases.flatMap((c) => c.inputs).filter((i) => !i.text_pair);
+  // Sentence embeddings: a sentence-transformers folder (mean + Normalize) and Jina's mean.
+  for (const [name, key, normalize] of [['mpnet-base-st', 'sentence_embedding', true], ['jina-v2-base', 'mean_pooled', false]]) {
+    const fe = await pipeline('feature-extraction', join(ROOT, 'tests/tiny', name));
+    for (const input of singles(tiny(name))) {
+      assertClose(`${name} ${key}`, await fe(input.text, { pooling: 'mean', normalize }), input[key], 1e-4);
+    }
+    fe.dispose();
+  }
+  // Sequence classification: softmax of PyTorch's logits, label order and scores.
+  for (const name of ['deberta-v3-seqcls', 'albert-seqcls', 'mpnet-seqcls']) {
+    const g = tiny(name);
+    const clf = await pipeline('text-classification', `${server.url}tiny/${name}/`);
+    for (const input of g.cases.flatMap((c) => c.inputs)) {
+      const e = input.logits.map((x) => Math.exp(x - Math.max(...input.logits)));
+      const sum = e.reduce((a, b) => a + b, 0);
+      const want = g.id2label.map((label, i) => ({ label, score: e[i] / sum })).sort((a, b) => b.score - a.score);
+      const text = input.text_pair ? { text: input.text, text_pair: input.text_pair } : input.text;
+      assertLabelScores(`${name} ${input.text.slice(0, 20)}`, await clf(text, { top_k: null }), want);
+    }
+    clf.dispose();
+  }
+});
+
 test('text classification (seeded head): softmax, sigmoid, pairs, top_k', async () => {
   const g = golden('seqcls.json');
   const clf = await pipeline('text-classification', withHead('seqcls'));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Real ONNX exports of the tiny seeded DistilBERT, RoBERTa, ELECTRA, MPNet, ALBERT and Jina v2
-checkpoints in tests/tiny: torch.onnx's TorchScript exporter (what optimum and transformers.js's
+"""Real ONNX exports of the tiny seeded DistilBERT, RoBERTa, ELECTRA, MPNet, ALBERT, Jina v2 and
+DeBERTa-v3 checkpoints in tests/tiny: torch.onnx's TorchScript exporter (what optimum and transformers.js's
 conversion script use), opset 14, dynamic batch and sequence axes, then quantized as
 transformers.js does: q8 (`quantize_dynamic`, per-channel, reduce_range, QInt8) and q4
 (`MatMulNBits`, block 32, symmetric). Writes tests/onnx-exports/<folder>/onnx/model.onnx,
@@ -19,13 +19,19 @@ eager attention) loaded from the folder's safetensors. ALBERT's shared layer rea
 quantizers without the exporter's Identity nodes (`without_weight_identities`, as a graph cleaner
 such as onnxslim would), so that every layer reads the same quantized weight; quantized with
 them, onnxruntime would leave every layer but the first in f32 (webert's importer then keeps the
-f32 weights for all layers).
+f32 weights for all layers). DeBERTa-v3 (seqcls, tokcls) is exported as optimum exports
+DebertaV2ForSequenceClassification / ForTokenClassification (share_att_key: each layer's key and
+query weights also project the LayerNormed relative embeddings, through the same Identity-shared
+initializers, removed as for ALBERT). Its q8 goldens also hold `probs_f32_relative`: onnxruntime
+on the q8 graph with those projections done in f32 by the dequantized weight (`f32_relative`),
+which is webert's arithmetic; onnxruntime's own q8 quantizes the relative embeddings as an
+activation (`DynamicQuantizeLinear`).
 
 The first four folders (`CASES`) were written by the first version of this script; rerunning it
 (torch 2.15.0, onnx 1.23.2, onnx-ir 1.1.0, onnxruntime 1.32.0) rewrites their .onnx files
 byte-identically, and their goldens up to onnxruntime's last digits (~1e-7, machine-dependent).
-`--only` picks folders: `--only mpnet-seqcls,mpnet-base-st,albert-seqcls,jina-v2-base` leaves the
-first four as they are.
+`--only` picks folders: `--only deberta-v3-seqcls,deberta-v3-tokcls` leaves the others as they
+are.
   python scripts/make_tiny_onnx_exports.py [--only a,b] [--out DIR]
 """
 import argparse, json, logging, os, sys
@@ -47,12 +53,16 @@ CASES = [
     ('roberta-tokcls', AutoModelForTokenClassification),
     ('electra-seqcls', AutoModelForSequenceClassification),
 ]
-# The families of scripts/make_tiny_families.py: folder, class (None: JinaBertRef), long text.
+# The families of scripts/make_tiny_families.py: folder, class (None: JinaBertRef), the long
+# text (its name in make_tiny_families: LONG 276 WordPiece tokens; DeBERTa's Unigram takes
+# D_MID, 153 tokens, and D_SHORT, 65, distances well past its 16-position span).
 FAMILY_CASES = [
-    ('mpnet-seqcls', AutoModelForSequenceClassification, True),
-    ('mpnet-base-st', AutoModel, True),
-    ('albert-seqcls', AutoModelForSequenceClassification, False),
-    ('jina-v2-base', None, True),
+    ('mpnet-seqcls', AutoModelForSequenceClassification, 'LONG'),
+    ('mpnet-base-st', AutoModel, 'LONG'),
+    ('albert-seqcls', AutoModelForSequenceClassification, None),
+    ('jina-v2-base', None, 'LONG'),
+    ('deberta-v3-seqcls', AutoModelForSequenceClassification, 'D_MID'),
+    ('deberta-v3-tokcls', AutoModelForTokenClassification, 'D_SHORT'),
 ]
 HIDDEN_ROWS = 64  # `hidden` rows are kept for texts up to this many tokens
 
@@ -94,6 +104,45 @@ def without_weight_identities(model):
     del model.graph.node[:]
     model.graph.node.extend(keep)
     return model, len(alias)
+
+
+def f32_relative(model):
+    """The q8 `model` with the projections of DeBERTa's relative embeddings (the `MatMulInteger`s
+    of a `DynamicQuantizeLinear` of a value computed from constants only) done in f32 by the
+    dequantized weight: what webert computes (it projects the relative embeddings once, at
+    load). `probs_f32_relative` in the golden; `probs` holds onnxruntime's own q8 arithmetic,
+    which quantizes the relative embeddings as an activation."""
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    users = {}
+    for n in g.node:
+        for i in n.input:
+            users.setdefault(i, []).append(n)
+    live, frontier = set(), [i.name for i in g.input]
+    while frontier:
+        t = frontier.pop()
+        if t not in live:
+            live.add(t)
+            frontier += [o for n in users.get(t, []) for o in n.output]
+    producer = {o: n for n in g.node for o in n.output}
+    added = []
+    for n in list(g.node):
+        q = producer.get(n.input[0]) if n.op_type == 'MatMulInteger' else None
+        if q is None or q.op_type != 'DynamicQuantizeLinear' or q.input[0] in live:
+            continue
+        w = onnx.numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
+        scale = onnx.numpy_helper.to_array(inits[n.input[1].replace('_quantized', '_scale')])
+        zero = onnx.numpy_helper.to_array(inits[n.input[3]]).astype(np.float32)
+        (cast,) = users[n.output[0]]
+        (mul,) = users[cast.output[0]]
+        name = f'{n.output[0]}_f32'
+        g.initializer.append(onnx.numpy_helper.from_array(((w - zero) * scale).astype(np.float32), name + '_weight'))
+        added.append(onnx.helper.make_node('MatMul', [q.input[0], name + '_weight'], [name]))
+        for u in users[mul.output[0]]:
+            u.input[:] = [name if i == mul.output[0] else i for i in u.input]
+    assert added, 'no projection of the relative embeddings'
+    g.node.extend(added)
+    return model
 
 
 def export_all(module, example, names, output, axes, out, shared=False):
@@ -172,31 +221,43 @@ def family_case(name, cls, long_text, root):
         model.eval()
     else:
         model = cls.from_pretrained(folder, dtype=torch.float32).eval()
-    texts = TEXTS + ([fam.LONG] if long_text else [])
+    texts = TEXTS + ([getattr(fam, long_text)] if long_text else [])
     first = tok(TEXTS[0], return_tensors='pt')
     names = [n for n in ('input_ids', 'attention_mask', 'token_type_ids') if n in first]
     axes = {n: {0: 'batch_size', 1: 'sequence_length'} for n in names}
     hidden = cls is None or cls is AutoModel
     output = 'last_hidden_state' if hidden else 'logits'
-    axes[output] = {0: 'batch_size', 1: 'sequence_length'} if hidden else {0: 'batch_size'}
+    token = cls is AutoModelForTokenClassification
+    axes[output] = {0: 'batch_size', 1: 'sequence_length'} if hidden or token else {0: 'batch_size'}
     wrap = Hidden if hidden else Logits
     with torch.no_grad():
         export_all(wrap(model, names), tuple(first[n] for n in names), names, output, axes, out, shared=True)
     golden = {'exporter': f'torch {torch.__version__} onnx TorchScript opset 14', 'onnxruntime': ort.__version__,
-              'task': 'hidden' if hidden else 'sequence', 'dtypes': {}}
+              'task': 'hidden' if hidden else 'token' if token else 'sequence', 'dtypes': {}}
+    def probs(y):
+        return [r8(p) for p in softmax(y.astype(np.float64))] if token else r8(softmax(y.astype(np.float64)))
+
     for dtype, file in DTYPES:
         sess = ort.InferenceSession(os.path.join(out, file), providers=['CPUExecutionProvider'])
+        # DeBERTa's q8 also by the graph with its relative embeddings projected in f32
+        rel = None
+        if dtype == 'q8' and model.config.model_type == 'deberta-v2':
+            rel = ort.InferenceSession(f32_relative(onnx.load(os.path.join(out, file))).SerializeToString(),
+                                       providers=['CPUExecutionProvider'])
         rows = []
         for text in texts:
             enc = tok(text, return_tensors='np')
-            y = sess.run(None, {i.name: enc[i.name].astype(np.int64) for i in sess.get_inputs()})[0][0]
+            feed = {i.name: enc[i.name].astype(np.int64) for i in sess.get_inputs()}
+            y = sess.run(None, feed)[0][0]
             row = {'text': text, 'input_ids': enc['input_ids'][0].tolist()}
             if hidden:
                 row['mean_pooled'] = r8(y.astype(np.float64).mean(0))
                 if len(y) <= HIDDEN_ROWS:
                     row['hidden'] = [r8(v) for v in y]
             else:
-                row['probs'] = r8(softmax(y.astype(np.float64)))
+                row['probs'] = probs(y)
+            if rel is not None:
+                row['probs_f32_relative'] = probs(rel.run(None, feed)[0][0])
             rows.append(row)
         golden['dtypes'][dtype] = rows
     with open(os.path.join(exports, 'onnx_golden.json'), 'w') as f:

@@ -34,8 +34,14 @@ pub(super) fn is_linear_op(node: &NodeProto) -> bool {
 }
 
 impl<'a> Importer<'a> {
-    /// The linear layer `node` computes, when its weight is a constant.
-    pub(super) fn linear_site(&self, node: &'a NodeProto) -> Result<Option<Linear<'a>>, OnnxError> {
+    /// The linear layer `node` computes, when its weight is a constant; with `const_input`,
+    /// also a `MatMul` whose input is itself computed from constants (DeBERTa's projection of
+    /// its relative embeddings).
+    pub(super) fn linear_site_of(
+        &self,
+        node: &'a NodeProto,
+        const_input: bool,
+    ) -> Result<Option<Linear<'a>>, OnnxError> {
         if !is_linear_op(node) {
             return Ok(None);
         }
@@ -47,7 +53,9 @@ impl<'a> Importer<'a> {
         };
         Ok(match node.op_type.as_str() {
             "MatMul" => match self.resolve(input(node, 1), 0)? {
-                Some(w) if w.shape.len() == 2 && !self.is_const(input(node, 0), 0) => {
+                Some(w)
+                    if w.shape.len() == 2 && (const_input || !self.is_const(input(node, 0), 0)) =>
+                {
                     Some(site(transposed(w), None, output(node)))
                 }
                 _ => None,

@@ -1337,6 +1337,8 @@ fn other_families_fp32_exports_name_every_weight_as_their_checkpoint() {
         ("mpnet-base-st", ModelType::MpNet),
         ("albert-seqcls", ModelType::Albert),
         ("jina-v2-base", ModelType::JinaBert),
+        ("deberta-v3-seqcls", ModelType::DebertaV2),
+        ("deberta-v3-tokcls", ModelType::DebertaV2),
     ] {
         let got = import_onnx_as(&export(folder, "model.onnx"), family).unwrap();
         let want = checkpoint(folder);
@@ -1375,6 +1377,19 @@ fn other_families_fp32_exports_name_every_weight_as_their_checkpoint() {
                 assert_eq!(shared.count(), 16);
                 assert!(names.contains(&"albert.encoder.embedding_hidden_mapping_in.weight"));
                 assert!(names.contains(&"albert.pooler.weight"));
+            }
+            ModelType::DebertaV2 => {
+                // the relative embeddings and their LayerNorm once; each layer's key and query
+                // projections once, though each also projects the relative embeddings
+                assert!(names.contains(&"deberta.encoder.rel_embeddings.weight"));
+                assert!(names.contains(&"deberta.encoder.LayerNorm.weight"));
+                let keys = names.iter().filter(|n| n.ends_with("key_proj.weight"));
+                assert_eq!(keys.count(), 2, "{folder}");
+                assert!(!names.iter().any(|n| n.contains("pos_")));
+                assert!(!names.iter().any(|n| n.contains("position_embeddings")));
+                if folder.contains("seqcls") {
+                    assert!(names.contains(&"pooler.dense.weight"));
+                }
             }
             _ => {
                 assert!(!names.iter().any(|n| n.contains("position_embeddings")));
@@ -1499,7 +1514,54 @@ fn the_relative_bias_must_reach_the_scores() {
     let e = error_as(graph.clone(), ModelType::Roberta);
     assert!(e.contains("relative_attention_bias/Gather"), "{e}");
     let e = error_as(graph, ModelType::DebertaV2);
-    assert!(e.starts_with("unsupported graph: DebertaV2"), "{e}");
+    assert!(e.contains("adds gathered c2p / p2c products only"), "{e}");
+}
+
+#[test]
+fn deberta_disentangled_terms_are_checked() {
+    // The quantized files name the same weights: the key / query projections that also
+    // project the relative embeddings (the same quantized initializer, read twice) once.
+    let names = |file: &str| {
+        let got = import_onnx_as(&export("deberta-v3-seqcls", file), ModelType::DebertaV2);
+        let mut names: Vec<String> = got.unwrap().into_iter().map(|t| t.name).collect();
+        names.sort();
+        names
+    };
+    let fp32 = names("model.onnx");
+    assert_eq!(names("model_quantized.onnx"), fp32);
+    assert_eq!(names("model_q4.onnx"), fp32);
+    // Without its p2c term, layer 0's scores lack what K's second product should add.
+    let mut graph = decode(&export("deberta-v3-seqcls", "model.onnx"));
+    let layer0 = "/model/deberta/encoder/layer.0/attention/self/";
+    let add3 = node_index(&graph, |n| n.name == format!("{layer0}Add_3"));
+    let (from, to) = (
+        graph.node[add3].output[0].clone(),
+        graph.node[add3].input[0].clone(),
+    );
+    for n in graph.node.iter_mut() {
+        for i in n.input.iter_mut().filter(|i| **i == from) {
+            *i = to.clone();
+        }
+    }
+    let e = error_as(graph, ModelType::DebertaV2);
+    assert!(e.contains("the p2c product is not added"), "{e}");
+    // A product added without its relative-distance gather.
+    let mut graph = decode(&export("deberta-v3-seqcls", "model.onnx"));
+    let gather = node_index(&graph, |n| n.name == format!("{layer0}GatherElements"));
+    let (from, to) = (
+        graph.node[gather].output[0].clone(),
+        graph.node[gather].input[0].clone(),
+    );
+    for n in graph.node.iter_mut() {
+        for i in n.input.iter_mut().filter(|i| **i == from) {
+            *i = to.clone();
+        }
+    }
+    let e = error_as(graph, ModelType::DebertaV2);
+    assert!(e.contains("without being gathered"), "{e}");
+    // As a family without disentangled attention, the relative projections are unexplained.
+    let graph = decode(&export("deberta-v3-seqcls", "model.onnx"));
+    assert!(import_onnx_as(&encode(graph), ModelType::Bert).is_err());
 }
 
 #[test]

@@ -73,11 +73,16 @@ pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
 }
 
 /// `x · wᵀ + bias` for the rows of `x` by a PyTorch `[out, in]` matrix `w` (`in` = `n_in`).
+/// Eight rows of `x` at a time meet each row of `w`, so `w` streams from memory once per
+/// eight rows (DeBERTa-v3-base projects 512 rows by 24 such matrices at load).
 pub fn project_rows(x: &[f32], w: &[f32], bias: &[f32], n_in: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(x.len() / n_in * bias.len());
-    for row in x.chunks_exact(n_in) {
-        for (col, b) in w.chunks_exact(n_in).zip(bias) {
-            out.push(dot(row, col) + b);
+    let n_out = bias.len();
+    let mut out = vec![0.0; x.len() / n_in * n_out];
+    for (xs, outs) in x.chunks(8 * n_in).zip(out.chunks_mut(8 * n_out)) {
+        for (o, (col, b)) in w.chunks_exact(n_in).zip(bias).enumerate() {
+            for (r, row) in xs.chunks_exact(n_in).enumerate() {
+                outs[r * n_out + o] = dot(row, col) + b;
+            }
         }
     }
     out

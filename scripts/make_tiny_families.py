@@ -186,30 +186,7 @@ def init_weights(model, seed: int):
 CHAR_PENALTY = mtm.CHAR_PENALTY
 
 
-def unigram_pieces(lines) -> list:
-    """make_tiny_models.unigram_vocab's pieces and scores (without its specials), for any corpus."""
-    chars, words, subs, sub_words = Counter(), Counter(), Counter(), {}
-    for line in lines:
-        for raw in line.split():
-            word = "".join(c for c in raw if c.isalnum() or c == "'")
-            for c in raw:
-                chars[c] += 1
-            chars["▁"] += 1
-            if word:
-                words["▁" + word] += 1
-            for n in (2, 3, 4):
-                for i in range(1, len(word) - n + 1):
-                    sub = word[i : i + n]
-                    subs[sub] += 1
-                    sub_words.setdefault(sub, set()).add(word)
-    counts = Counter(chars)
-    counts.update({w: c for w, c in words.items() if c >= 2})
-    counts.update({s: c for s, c in subs.items() if len(sub_words[s]) >= 2})
-    total = sum(counts.values())
-    return sorted(
-        ((p, round(float(np.log(c / total)) - (CHAR_PENALTY if len(p) == 1 else 0.0), 4)) for p, c in counts.items()),
-        key=lambda x: (-x[1], x[0]),
-    )
+unigram_pieces = mtm.unigram_pieces
 
 
 def mpnet_tokenizer(max_len: int = 512):

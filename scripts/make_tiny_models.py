@@ -235,8 +235,8 @@ def bpe_tokenizer(max_len: int):
 CHAR_PENALTY = 4.0
 
 
-def unigram_vocab() -> list:
-    """A SentencePiece-style Unigram vocabulary computed from CORPUS (the `tokenizers`
+def unigram_pieces(lines) -> list:
+    """SentencePiece-style Unigram pieces and scores computed from `lines` (the `tokenizers`
     UnigramTrainer is not reproducible from run to run, so the pieces are chosen here):
     every character, `▁` + each word seen twice, and word-internal substrings of 2-4 characters
     seen in at least two distinct words; score = log(frequency / total), minus CHAR_PENALTY for
@@ -244,7 +244,7 @@ def unigram_vocab() -> list:
     from collections import Counter
 
     chars, words, subs, sub_words = Counter(), Counter(), Counter(), {}
-    for line in CORPUS:
+    for line in lines:
         for raw in line.split():
             word = "".join(c for c in raw if c.isalnum() or c == "'")
             for c in raw:
@@ -263,11 +263,16 @@ def unigram_vocab() -> list:
     total = sum(counts.values())
     # single characters are a fallback: penalised so that whole words and longer pieces win, as
     # in a trained SentencePiece model
-    scored = sorted(
+    return sorted(
         ((p, round(float(np.log(c / total)) - (CHAR_PENALTY if len(p) == 1 else 0.0), 4)) for p, c in counts.items()),
         key=lambda x: (-x[1], x[0]),
     )
-    return [(t, 0.0) for t in ("<s>", "<pad>", "</s>", "<unk>")] + scored + [("<mask>", 0.0)]
+
+
+def unigram_vocab() -> list:
+    """The XLM-R-style vocabulary of CORPUS: `<s> <pad> </s> <unk>`, the pieces, `<mask>`."""
+    specials = [(t, 0.0) for t in ("<s>", "<pad>", "</s>", "<unk>")]
+    return specials + unigram_pieces(CORPUS) + [("<mask>", 0.0)]
 
 
 def unigram_tokenizer(max_len: int):

@@ -187,6 +187,7 @@ CHAR_PENALTY = mtm.CHAR_PENALTY
 
 
 unigram_pieces = mtm.unigram_pieces
+head_logits = mtm.head_logits
 
 
 def mpnet_tokenizer(max_len: int = 512):
@@ -855,20 +856,7 @@ def golden(name, spec, model, out: Path):
                 item["mean_pooled"] = rl(pooled[i])
                 if spec.get("st"):
                     item["sentence_embedding"] = rl(sent[i])
-            if head == "seqcls":
-                item["logits"] = rl(o.logits[i])
-                s = sorted(o.logits[i].tolist(), reverse=True)
-                if min(a - b for a, b in zip(s, s[1:])) < GAP_WARN:
-                    warns.append(f"{name}/{c['name']}[{i}]: near tie in logits {s}")
-            elif head == "tokcls":
-                item["logits"] = rl(o.logits[i, :n])
-            elif head == "qa":
-                item["logits"] = rl(torch.stack([o.start_logits[i, :n], o.end_logits[i, :n]], dim=-1))
-            elif head == "mlm":
-                pos = [j for j, x in enumerate(r.ids) if x == tok.mask_token_id]
-                assert pos, (name, c["name"], r.tokens)
-                item["mask_positions"] = pos
-                item["logits"] = rl(o.logits[i, pos])
+            head_logits(item, head, o, i, n, r, tok.mask_token_id, f"{name}/{c['name']}[{i}]", warns)
             items.append(item)
         cases.append(dict(name=c["name"], inputs=items))
     lo, hi = spec["longest"]

@@ -560,6 +560,25 @@ def reload(model, out: Path, mode: str):
 # --------------------------------------------------------------------------------------------
 
 
+def head_logits(item, head, o, i, n, r, mask_id, where, warns):
+    """The head's outputs of batch row `i` (`n` real tokens, encoding `r`) into `item`:
+    seqcls [labels] (a near tie is warned about), tokcls / qa [n][..], mlm the mask rows."""
+    if head == "seqcls":
+        item["logits"] = rl(o.logits[i])
+        s = sorted(o.logits[i].tolist(), reverse=True)
+        if min(a - b for a, b in zip(s, s[1:])) < GAP_WARN:
+            warns.append(f"{where}: near tie in logits {s}")
+    elif head == "tokcls":
+        item["logits"] = rl(o.logits[i, :n])
+    elif head == "qa":
+        item["logits"] = rl(torch.stack([o.start_logits[i, :n], o.end_logits[i, :n]], dim=-1))
+    elif head == "mlm":
+        pos = [j for j, x in enumerate(r.ids) if x == mask_id]
+        assert pos, (where, r.tokens)
+        item["mask_positions"] = pos
+        item["logits"] = rl(o.logits[i, pos])
+
+
 def golden(name, spec, model, out: Path):
     tok = AutoTokenizer.from_pretrained(out)
     raw = Tokenizer.from_file(str(out / "tokenizer.json"))
@@ -595,20 +614,7 @@ def golden(name, spec, model, out: Path):
             item["input_ids"] = r.ids
             item["token_type_ids"] = r.type_ids
             item["last_hidden_state"] = rl(hidden[i, :n])
-            if head == "seqcls":
-                item["logits"] = rl(o.logits[i])
-                s = sorted(o.logits[i].tolist(), reverse=True)
-                if min(a - b for a, b in zip(s, s[1:])) < GAP_WARN:
-                    warns.append(f"{name}/{c['name']}[{i}]: near tie in logits {s}")
-            elif head == "tokcls":
-                item["logits"] = rl(o.logits[i, :n])
-            elif head == "qa":
-                item["logits"] = rl(torch.stack([o.start_logits[i, :n], o.end_logits[i, :n]], dim=-1))
-            elif head == "mlm":
-                pos = [j for j, x in enumerate(r.ids) if x == tok.mask_token_id]
-                assert pos, (name, c["name"], r.tokens)
-                item["mask_positions"] = pos
-                item["logits"] = rl(o.logits[i, pos])
+            head_logits(item, head, o, i, n, r, tok.mask_token_id, f"{name}/{c['name']}[{i}]", warns)
             items.append(item)
         cases.append(dict(name=c["name"], inputs=items))
     id2label = [cfg.id2label[i] for i in range(len(cfg.id2label))] if head in ("seqcls", "tokcls") else []

@@ -89,7 +89,7 @@ pub fn project_rows(x: &[f32], w: &[f32], bias: &[f32], n_in: usize) -> Vec<f32>
 }
 
 /// Eight independent sums, so that the loop vectorises.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = (ca.remainder().iter().zip(cb.remainder()))

@@ -64,6 +64,10 @@ FAMILY_CASES = [
     ('deberta-v3-seqcls', AutoModelForSequenceClassification, 'D_MID'),
     ('deberta-v3-tokcls', AutoModelForTokenClassification, 'D_SHORT'),
 ]
+# Also quantized with the exporter's Identity nodes kept (model_int8.onnx, golden dtype `int8`):
+# ALBERT's first layer then reads q8 weights and the others f32; DeBERTa's relative embeddings are
+# projected by K's / Q's f32 weight while the hidden states meet the q8 one.
+WITH_IDENTITIES = ('albert-seqcls', 'deberta-v3-seqcls')
 HIDDEN_ROWS = 64  # `hidden` rows are kept for texts up to this many tokens
 
 
@@ -145,9 +149,11 @@ def f32_relative(model):
     return model
 
 
-def export_all(module, example, names, output, axes, out, shared=False):
+def export_all(module, example, names, output, axes, out, shared=False, identities=False):
     """model.onnx by the TorchScript exporter, then model_quantized.onnx (q8) and model_q4.onnx.
-    With `shared`, the quantizers get the model without_weight_identities (model.onnx keeps them)."""
+    With `shared`, the quantizers get the model without_weight_identities (model.onnx keeps them);
+    with `identities` also, model_int8.onnx is q8 of model.onnx as the exporter wrote it (Identity
+    nodes kept: the weights read through them stay f32)."""
     fp32 = os.path.join(out, 'model.onnx')
     torch.onnx.export(module, example, fp32, input_names=names,
                       output_names=[output], dynamic_axes=axes, opset_version=14, do_constant_folding=True,
@@ -160,6 +166,9 @@ def export_all(module, example, names, output, axes, out, shared=False):
             onnx.save(model, source)
     quantize_dynamic(source, os.path.join(out, 'model_quantized.onnx'), per_channel=True, reduce_range=True,
                      weight_type=QuantType.QInt8)
+    if identities:
+        quantize_dynamic(fp32, os.path.join(out, 'model_int8.onnx'), per_channel=True, reduce_range=True,
+                         weight_type=QuantType.QInt8)
     q4 = MatMulNBitsQuantizer(onnx.load(source), algo_config=DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True))
     q4.process()
     onnx.save(q4.model.model, os.path.join(out, 'model_q4.onnx'))
@@ -231,13 +240,15 @@ def family_case(name, cls, long_text, root):
     axes[output] = {0: 'batch_size', 1: 'sequence_length'} if hidden or token else {0: 'batch_size'}
     wrap = Hidden if hidden else Logits
     with torch.no_grad():
-        export_all(wrap(model, names), tuple(first[n] for n in names), names, output, axes, out, shared=True)
+        export_all(wrap(model, names), tuple(first[n] for n in names), names, output, axes, out, shared=True,
+                   identities=name in WITH_IDENTITIES)
     golden = {'exporter': f'torch {torch.__version__} onnx TorchScript opset 14', 'onnxruntime': ort.__version__,
               'task': 'hidden' if hidden else 'token' if token else 'sequence', 'dtypes': {}}
     def probs(y):
         return [r8(p) for p in softmax(y.astype(np.float64))] if token else r8(softmax(y.astype(np.float64)))
 
-    for dtype, file in DTYPES:
+    dtypes = DTYPES + ((('int8', 'model_int8.onnx'),) if name in WITH_IDENTITIES else ())
+    for dtype, file in dtypes:
         sess = ort.InferenceSession(os.path.join(out, file), providers=['CPUExecutionProvider'])
         # DeBERTa's q8 also by the graph with its relative embeddings projected in f32
         rel = None
@@ -263,7 +274,7 @@ def family_case(name, cls, long_text, root):
     with open(os.path.join(exports, 'onnx_golden.json'), 'w') as f:
         json.dump(golden, f, separators=(',', ':'))
         f.write('\n')
-    print(name, 'written', {f: os.path.getsize(os.path.join(out, f)) for _, f in DTYPES})
+    print(name, 'written', {f: os.path.getsize(os.path.join(out, f)) for _, f in dtypes})
 
 
 def main():

@@ -513,6 +513,13 @@ pub fn layer_name(template: &str, i: usize) -> String {
     template.replace("{i}", &i.to_string())
 }
 
+/// The name of the copy of a shared layer's tensor `name` that layer `i` and those after it
+/// read, where a file stores that weight otherwise from layer `i` on (quantized in one layer,
+/// f32 in the next); the plan looks for it before the shared name.
+pub fn variant_name(name: &str, i: usize) -> String {
+    format!("{name}#{i}")
+}
+
 /// Tensor names of one encoder layer (also the ONNX importer's names).
 pub(crate) struct LayerNames {
     pub qkv: [String; 3],

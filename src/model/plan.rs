@@ -2,7 +2,7 @@
 //! The CPU and GPU executors both run exactly this list.
 
 use super::config::{Activation, HeadKind, ModelConfig};
-use super::family::{layer_name, layer_names, DistanceBias};
+use super::family::{layer_name, layer_names, variant_name, DistanceBias};
 use super::weights::{Quant, Tensor, Weights};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -222,9 +222,22 @@ struct Builder<'a> {
     taken: HashMap<String, WeightId>,
     buffers: Vec<BufferSpec>,
     ops: Vec<Op>,
+    /// The encoder layer being built, if any.
+    layer: Option<usize>,
 }
 
 impl Builder<'_> {
+    /// The copy of tensor `name` the current layer reads: the latest [`variant_name`] at or
+    /// before it, where the file has one, else `name`.
+    fn resolve(&self, name: &str) -> String {
+        let i = self.layer.unwrap_or(0);
+        (1..=i)
+            .rev()
+            .map(|j| variant_name(name, j))
+            .find(|v| self.taken.contains_key(v) || self.src.contains(self.prefix(), v))
+            .unwrap_or_else(|| name.to_string())
+    }
+
     fn prefix(&self) -> &'static str {
         self.cfg.model_type.prefix()
     }
@@ -238,6 +251,7 @@ impl Builder<'_> {
     }
 
     fn weight(&mut self, name: &str, shape: &[usize]) -> Result<WeightId> {
+        let name = &self.resolve(name);
         if let Some(&id) = self.taken.get(name) {
             let got = &self.weights[id.0].shape;
             if got != shape {
@@ -302,10 +316,31 @@ impl Builder<'_> {
         })
     }
 
+    /// A tensor from the store: taken, or with `keep` copied (for another layer to read too).
+    fn part(&mut self, name: &str, shape: &[usize], keep: bool) -> Result<Tensor> {
+        if !keep {
+            return self.src.take(self.prefix(), name, shape);
+        }
+        let t = self.src.take(self.prefix(), name, shape)?;
+        self.src.insert(name.to_string(), t.clone());
+        Ok(t)
+    }
+
     /// Q, K and V projections fused into one `[3h, h]` matrix so one GEMM produces all three.
     fn fused_qkv(&mut self, names: [String; 3], h: usize) -> Result<Linear> {
         let stem = names[0].rsplit_once('.').map_or("", |(s, _)| s).to_string();
-        let (wname, bname) = (format!("{stem}.qkv.weight"), format!("{stem}.qkv.bias"));
+        let parts: Vec<[String; 2]> = (names.iter())
+            .map(|n| [format!("{n}.weight"), format!("{n}.bias")].map(|t| self.resolve(&t)))
+            .collect();
+        // Copies only ever start at a later layer, so the latest one names the combination.
+        let latest = (parts.iter().flatten())
+            .filter_map(|p| p.rsplit_once('#').and_then(|(_, j)| j.parse().ok()))
+            .max();
+        let tagged = |n: String| latest.map_or(n.clone(), |j| variant_name(&n, j));
+        let (wname, bname) = (
+            tagged(format!("{stem}.qkv.weight")),
+            tagged(format!("{stem}.qkv.bias")),
+        );
         if let (Some(&weight), Some(&bias)) = (self.taken.get(&wname), self.taken.get(&bname)) {
             return Ok(Linear {
                 weight,
@@ -317,17 +352,13 @@ impl Builder<'_> {
         let mut w = Vec::with_capacity(3 * h * h);
         let mut b = Vec::with_capacity(3 * h);
         let mut quants = Vec::new();
-        for n in &names {
-            let t = self
-                .src
-                .take(self.prefix(), &format!("{n}.weight"), &[h, h])?;
+        // A shared layer's parts stay in the store: a later layer may fuse them with a copy.
+        let shared = !self.cfg.family().layer.qkv[0].contains("{i}");
+        for [wn, bn] in &parts {
+            let t = self.part(wn, &[h, h], shared)?;
             w.extend(t.data);
             quants.extend(t.quant);
-            b.extend(
-                self.src
-                    .take(self.prefix(), &format!("{n}.bias"), &[h])?
-                    .data,
-            );
+            b.extend(self.part(bn, &[h], shared)?.data);
         }
         let mut fused = Tensor::new(vec![3 * h, h], w);
         if quants.len() == 3 {
@@ -443,15 +474,21 @@ impl Builder<'_> {
         else {
             unreachable!("relative embeddings are DeBERTa's")
         };
+        // With share_att_key the projection is Q's or K's own weight, unless the file holds
+        // one of its own: an ONNX export whose relative path kept K / Q in f32 while the
+        // hidden-state path was quantized (see onnx/structure.rs).
         let project = |b: &mut Self, own: &str, part: usize, name: &str| -> Result<WeightId> {
-            let (w, bias) = if d.share_key {
+            let own_name = layer_name(own, i);
+            let has_own = b.src.contains(b.prefix(), &format!("{own_name}.weight"));
+            let (w, bias) = if d.share_key && !has_own {
                 let w = b.weights[qkv.weight.0].data[part * h * h..(part + 1) * h * h].to_vec();
                 let bias = qkv
                     .bias
                     .map(|id| b.weights[id.0].data[part * h..(part + 1) * h].to_vec());
                 (w, bias)
             } else {
-                let l = b.linear(&layer_name(own, i), h, h)?;
+                let biased = b.src.contains(b.prefix(), &format!("{own_name}.bias"));
+                let l = b.linear_with(&own_name, h, h, biased || !d.share_key)?;
                 let bias = l.bias.map(|id| b.weights[id.0].data.clone());
                 (b.weights[l.weight.0].data.clone(), bias)
             };
@@ -509,6 +546,7 @@ impl Plan {
             taken: HashMap::new(),
             buffers: Vec::new(),
             ops: Vec::new(),
+            layer: None,
         };
         let fam = cfg.family();
         let names = &fam.embeddings;
@@ -572,6 +610,7 @@ impl Plan {
         let relative_embeddings = b.relative_embeddings()?;
 
         for i in 0..cfg.num_layers {
+            b.layer = Some(i);
             let n = layer_names(cfg.model_type, i);
             let t = &fam.layer;
             let qkv_w = b.fused_qkv(n.qkv, h)?;
@@ -631,6 +670,7 @@ impl Plan {
                 out: hidden,
             });
         }
+        b.layer = None;
         let encoder_ops = b.ops.len();
         let mut heads = Vec::new();
         for &kind in cfg.architecture.heads() {

@@ -17,6 +17,7 @@ mod tensor;
 mod wire;
 
 use super::config::ModelType;
+use super::family::variant_name;
 use super::weights::Quant;
 use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
 use std::cell::Cell;
@@ -140,6 +141,10 @@ struct Importer<'a> {
     budget: u64,
     /// Bytes of `out`.
     held: Cell<u64>,
+    /// The encoder layer being walked, if any.
+    layer: Option<usize>,
+    /// A shared module's weight name → the copy (in `out`) the current layer reads.
+    variant: HashMap<String, usize>,
 }
 
 fn tensor_err(tensor: &str) -> impl FnOnce(Reason) -> OnnxError + '_ {
@@ -222,6 +227,8 @@ impl<'a> Importer<'a> {
             visited: HashSet::new(),
             budget: super::budget::DEFAULT,
             held: Cell::new(0),
+            layer: None,
+            variant: HashMap::new(),
         })
     }
 
@@ -279,8 +286,30 @@ impl<'a> Importer<'a> {
 
     /// Records a weight under its state-dict name. A name met again (a module that every
     /// layer shares, as ALBERT's) is recorded once: from the same initializer, or from another
-    /// holding the same values, or the same weight quantized (see [`Importer::same_weight`]).
+    /// holding the same values. The same weight stored otherwise (quantized in one layer, f32
+    /// in the next, as onnxruntime's quantizers leave weights shared through `Identity`) is
+    /// kept as the file has it: within the encoder, a copy `{name}#{i}` that layer `i` and
+    /// the layers after it read (see [`variant_name`]); elsewhere, the f32 values.
     fn push(&mut self, name: String, v: Value) -> Result<(), OnnxError> {
+        if let (Some(i), Some(&at)) = (self.layer, self.variant.get(&name)) {
+            let current = &self.out[at];
+            let first = self.origins.get(&current.name).cloned().unwrap_or_default();
+            if first == v.origin {
+                return Ok(());
+            }
+            return match same_weight(current, &v) {
+                Same::Equal => Ok(()),
+                Same::KeepFirst | Same::KeepSecond => {
+                    self.variant.insert(name.clone(), self.out.len());
+                    self.record(variant_name(&name, i), v)
+                }
+                Same::Differ => Err(OnnxError::DuplicateName {
+                    name,
+                    first,
+                    second: v.origin,
+                }),
+            };
+        }
         if let Some(first) = self.origins.get(&name) {
             if *first == v.origin {
                 return Ok(());
@@ -302,6 +331,13 @@ impl<'a> Importer<'a> {
                 second: v.origin,
             });
         }
+        if self.layer.is_some() {
+            self.variant.insert(name.clone(), self.out.len());
+        }
+        self.record(name, v)
+    }
+
+    fn record(&mut self, name: String, v: Value) -> Result<(), OnnxError> {
         self.room(&name, Some(v.data.len()))?;
         self.held.set(self.held.get() + 4 * v.data.len() as u64);
         self.origins.insert(name.clone(), v.origin);

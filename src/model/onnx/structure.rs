@@ -102,7 +102,10 @@ pub(super) fn walk(
     let mut h = w.embeddings()?;
     let mut layer = 0;
     loop {
-        if let Some(next) = w.layer(&h, layer)? {
+        w.imp.layer = Some(layer);
+        let next = w.layer(&h, layer)?;
+        w.imp.layer = None;
+        if let Some(next) = next {
             h = next;
             layer += 1;
             continue;
@@ -115,7 +118,10 @@ pub(super) fn walk(
                 let next = proj.out.clone();
                 let name = format!("{}.{}", w.prefix, w.fam.embeddings.project);
                 w.push_linear(&name, proj)?;
-                if let Some(after) = w.layer(&next, 0)? {
+                w.imp.layer = Some(0);
+                let after = w.layer(&next, 0)?;
+                w.imp.layer = None;
+                if let Some(after) = after {
                     h = after;
                     layer = 1;
                     continue;
@@ -881,7 +887,11 @@ impl<'a> Walker<'a, '_> {
                         ),
                         super::Same::Differ
                     );
-                if is_shared {
+                // Stored otherwise than on the hidden-state path (onnxruntime's quantizers
+                // leave a weight read through `Identity` in f32): pushed under the relative
+                // projection's own name, so that it is computed as the file computes it.
+                let same_storage = proj.weight.quant.is_some() == shared.weight.quant.is_some();
+                if is_shared && same_storage {
                     // The layer's own projection met again: pushed once, as it reads the hidden
                     // state (with its integer codes where that one is quantized).
                     if proj.bias.as_ref().map(|b| &b.data) != shared.bias.as_ref().map(|b| &b.data)

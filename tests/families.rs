@@ -218,6 +218,14 @@ fn check_pooled(e: &Engine, cname: &str, inputs: &[Value]) {
         for (i, (g, (_, w))) in got.iter().zip(&wanted).enumerate() {
             close(&format!("{cname}[{i}]: {key}"), g, w, w.len());
         }
+        // A sentence-transformers folder's own settings (modules.json) give its embeddings.
+        if normalize && e.config.sentence.is_some() {
+            let opts = EmbedOptions::for_model(&e.config, None, None, None).unwrap();
+            let got = block_on(embed(e, &texts, opts)).unwrap();
+            for (i, (g, (_, w))) in got.iter().zip(&wanted).enumerate() {
+                close(&format!("{cname}[{i}]: default embedding"), g, w, w.len());
+            }
+        }
     }
 }
 

@@ -334,3 +334,64 @@ fn faults_give_clear_errors_and_leave_no_cache_entry() {
     );
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+/// A sentence-transformers folder: `embed` defaults to its own pooling and normalisation
+/// (`modules.json`, `1_Pooling/config.json`, `2_Normalize`), from the folder and from an id
+/// (which fetches those files too), and the flags override them.
+#[test]
+fn sentence_transformers_settings_are_the_embed_defaults() {
+    const ST: &str = "tests/tiny/mpnet-base-st";
+    let golden: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join(ST).join("golden.json")).unwrap(),
+    )
+    .unwrap();
+    let input = &golden["cases"][0]["inputs"][0];
+    let text = input["text"].as_str().unwrap();
+    let vector = |out: &str| -> Vec<f64> { serde_json::from_str(out).unwrap() };
+    let near = |got: &[f64], key: &str| {
+        let want: Vec<f64> = serde_json::from_value(input[key].clone()).unwrap();
+        assert_eq!(got.len(), want.len(), "{key}");
+        let worst = (got.iter().zip(&want))
+            .map(|(g, w)| (g - w).abs())
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-4, "{key}: max |Δ| {worst}");
+    };
+    let (ok, out, err) = webert(&["embed", "--model", ST, "--text", text], &[]);
+    assert!(ok, "{err}");
+    near(&vector(&out), "sentence_embedding");
+    let (ok, plain, err) = webert(
+        &["embed", "--model", ST, "--no-normalize", "--text", text],
+        &[],
+    );
+    assert!(ok, "{err}");
+    near(&vector(&plain), "mean_pooled");
+    let (ok, cls, err) = webert(
+        &["embed", "--model", ST, "--pooling", "cls", "--text", text],
+        &[],
+    );
+    assert!(ok, "{err}");
+    let first: Vec<f64> = serde_json::from_value(input["last_hidden_state"][0].clone()).unwrap();
+    let norm = first.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let first: Vec<f64> = first.iter().map(|x| x / norm).collect();
+    let worst = (vector(&cls).iter().zip(&first))
+        .map(|(g, w)| (g - w).abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-4, "cls, normalised: max |Δ| {worst}");
+
+    let hub = Hub::start(&[("st/mpnet", ST, "{}")]);
+    let cache = scratch("st");
+    let by_id = [
+        "embed",
+        "--model",
+        "st/mpnet",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--text",
+        text,
+    ];
+    let (ok, again, err) = webert(&by_id, &[("WEBERT_REMOTE_HOST", &hub.url)]);
+    assert!(ok, "{err}");
+    assert_eq!(again, out, "the id gives what the folder gives");
+    assert_eq!(hub.requests("1_Pooling/config.json").len(), 1);
+    let _ = std::fs::remove_dir_all(&cache);
+}

@@ -113,10 +113,15 @@ mod cli {
     struct EmbedArgs {
         #[command(flatten)]
         c: Common,
-        #[arg(long, value_enum, default_value = "mean")]
-        pooling: Pooling,
-        #[arg(long)]
+        /// Pooling (default: a sentence-transformers folder's own, else mean)
+        #[arg(long, value_enum)]
+        pooling: Option<Pooling>,
+        /// L2-normalise (default: where a sentence-transformers folder has a Normalize module)
+        #[arg(long, conflicts_with = "no_normalize")]
         normalize: bool,
+        /// Do not normalise, even where the folder's modules.json says to
+        #[arg(long)]
+        no_normalize: bool,
         /// Rank the texts by cosine similarity to this query
         #[arg(long)]
         query: Option<String>,
@@ -476,11 +481,13 @@ mod cli {
         let engine = load(&a.c).await?;
         let texts = texts(&a.c)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let opts = embed::EmbedOptions {
-            pooling: a.pooling,
-            normalize: a.normalize,
-            truncation: a.c.truncation(),
+        let normalize = match (a.normalize, a.no_normalize) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
         };
+        let opts =
+            embed::EmbedOptions::for_model(&engine.config, a.pooling, normalize, a.c.truncation())?;
         let Some(q) = a.query else {
             let out = embed::embed(&engine, &refs, opts).await?;
             return print(&engine, out);

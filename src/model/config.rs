@@ -130,6 +130,8 @@ pub struct ModelConfig {
     pub pooler_act: Option<Activation>,
     pub id2label: Vec<String>,
     pub multi_label: bool,
+    /// A sentence-transformers folder's pooling and normalisation (`modules.json`).
+    pub sentence: Option<super::sentence::SentenceConfig>,
 }
 
 impl ModelConfig {
@@ -285,6 +287,7 @@ impl ModelConfig {
             id2label: parse_labels(file, obj.get("id2label"))?,
             multi_label: obj.get("problem_type").and_then(Value::as_str)
                 == Some("multi_label_classification"),
+            sentence: None,
         };
         if cfg.num_heads == 0 || !cfg.hidden_size.is_multiple_of(cfg.num_heads) {
             return Err(Error::config(

@@ -2,6 +2,7 @@
 //! (browser): config, tokenizer, and weights as safetensors (shards merged) or ONNX.
 
 use super::config::ModelConfig;
+use super::sentence;
 use super::tokenizer::TextTokenizer;
 use super::weights::Weights;
 use crate::error::{Error, Result};
@@ -210,6 +211,13 @@ impl ModelFiles {
         if !wanted.iter().any(|n| n == "config.json") {
             return Err(Error::config(&files.origin, "has no config.json"));
         }
+        // A sentence-transformers folder's Pooling config, in the subfolder modules.json names.
+        if names.iter().any(|n| n == sentence::MODULES) {
+            let path = dir.join(sentence::MODULES);
+            let modules = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
+            let pooling = sentence::pooling_file(&files.origin, &modules)?;
+            wanted.extend(pooling.filter(|p| dir.join(p).is_file()));
+        }
         wanted.extend(pick_weights(&files.origin, &names, dtype)?);
         wanted.sort();
         for name in wanted {
@@ -247,8 +255,21 @@ impl ModelFiles {
         let cfg_text = self
             .text("config.json")?
             .ok_or_else(|| Error::config(&origin, "has no config.json"))?;
-        let config = ModelConfig::from_json(&format!("{origin}/config.json"), &cfg_text)?;
+        let mut config = ModelConfig::from_json(&format!("{origin}/config.json"), &cfg_text)?;
         config.check_budget(budget)?;
+        if let Some(modules) = self.text(sentence::MODULES)? {
+            let pooling = match sentence::pooling_file(&origin, &modules)? {
+                Some(file) => self.text(&file)?,
+                None => None,
+            };
+            let settings = self.text(sentence::SETTINGS)?;
+            config.sentence = Some(sentence::SentenceConfig::parse(
+                &origin,
+                &modules,
+                pooling.as_deref(),
+                settings.as_deref(),
+            )?);
+        }
         let tok_json = self.take("tokenizer.json").ok_or_else(|| {
             Error::config(
                 &origin,

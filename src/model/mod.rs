@@ -6,6 +6,7 @@ pub mod family;
 mod heads;
 pub mod plan;
 pub mod positions;
+pub mod sentence;
 pub mod synthetic;
 pub mod weights;
 

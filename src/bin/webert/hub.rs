@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use webert::model::files::{self, ModelFiles};
+use webert::model::sentence;
 use webert::{Error, Result};
 
 const DEFAULT_HOST: &str = "https://huggingface.co";
@@ -177,6 +178,24 @@ impl Hub {
         for file in files::TEXT_FILES {
             if self.fetch(file, !files::REQUIRED_FILES.contains(file))? {
                 list.push(file.to_string());
+            }
+        }
+        // A sentence-transformers folder: its modules, their settings and Pooling config.
+        for file in [sentence::MODULES, sentence::SETTINGS] {
+            if self.fetch(file, true)? {
+                list.push(file.to_string());
+            }
+        }
+        if list.iter().any(|f| f == sentence::MODULES) {
+            let path = self.dir.join(sentence::MODULES);
+            let modules = std::fs::read_to_string(&path).map_err(|e| Error::Io {
+                path: path.display().to_string(),
+                source: e,
+            })?;
+            if let Some(file) = sentence::pooling_file(&self.id, &modules)? {
+                if self.fetch(&file, true)? {
+                    list.push(file);
+                }
             }
         }
         list.extend(self.weights(dtype)?);

@@ -9,7 +9,10 @@ tests/onnx-exports/<folder>/onnx_golden.json, for tests/onnx_exports.rs (which t
 tokenizer from tests/tiny/<folder>). Needs torch, transformers, onnx and onnxruntime (/work/pyenv
 here); CI only reads the committed outputs.
 
-Classifiers' goldens hold each text's probabilities (`task` `sequence` / `token`). The base models
+Classifiers' goldens hold each text's probabilities (`task` `sequence` / `token`; masked-LM
+heads as `token`, over the vocabulary; question answering as `span`: start and end
+probabilities over the tokens, its export having optimum's two outputs `start_logits` and
+`end_logits`). The base models
 (mpnet-base-st, jina-v2-base: `task` `hidden`, output `last_hidden_state` as transformers.js's
 feature-extraction files) hold each text's `mean_pooled` last hidden state (mean over its tokens),
 and its rows (`hidden`) for texts of at most 64 tokens. MPNet and Jina also get a 276-token text
@@ -41,7 +44,8 @@ import onnxruntime as ort
 import torch
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
-from transformers import AutoModel, AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+from transformers import (AutoModel, AutoModelForMaskedLM, AutoModelForQuestionAnswering,
+                          AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer)
 
 logging.disable(logging.INFO)
 TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests')
@@ -63,6 +67,9 @@ FAMILY_CASES = [
     ('jina-v2-base', None, 'LONG'),
     ('deberta-v3-seqcls', AutoModelForSequenceClassification, 'D_MID'),
     ('deberta-v3-tokcls', AutoModelForTokenClassification, 'D_SHORT'),
+    ('deberta-v3-mlm', AutoModelForMaskedLM, None),
+    ('deberta-v3-qa', AutoModelForQuestionAnswering, 'D_SHORT'),
+    ('albert-mlm', AutoModelForMaskedLM, None),
 ]
 # Also quantized with the exporter's Identity nodes kept (model_int8.onnx, golden dtype `int8`):
 # ALBERT's first layer then reads q8 weights and the others f32; DeBERTa's relative embeddings are
@@ -80,6 +87,15 @@ class Logits(torch.nn.Module):
 
     def forward(self, *inputs):
         return self.model(**dict(zip(self.names, inputs))).logits
+
+
+class Span(Logits):
+    """The model called with its inputs by name, returning start and end logits (as optimum's
+    question-answering export)."""
+
+    def forward(self, *inputs):
+        out = self.model(**dict(zip(self.names, inputs)))
+        return out.start_logits, out.end_logits
 
 
 class Hidden(Logits):
@@ -156,7 +172,7 @@ def export_all(module, example, names, output, axes, out, shared=False, identiti
     nodes kept: the weights read through them stay f32)."""
     fp32 = os.path.join(out, 'model.onnx')
     torch.onnx.export(module, example, fp32, input_names=names,
-                      output_names=[output], dynamic_axes=axes, opset_version=14, do_constant_folding=True,
+                      output_names=output if isinstance(output, list) else [output], dynamic_axes=axes, opset_version=14, do_constant_folding=True,
                       dynamo=False)
     source = fp32
     if shared:
@@ -235,17 +251,25 @@ def family_case(name, cls, long_text, root):
     names = [n for n in ('input_ids', 'attention_mask', 'token_type_ids') if n in first]
     axes = {n: {0: 'batch_size', 1: 'sequence_length'} for n in names}
     hidden = cls is None or cls is AutoModel
-    output = 'last_hidden_state' if hidden else 'logits'
-    token = cls is AutoModelForTokenClassification
-    axes[output] = {0: 'batch_size', 1: 'sequence_length'} if hidden or token else {0: 'batch_size'}
-    wrap = Hidden if hidden else Logits
+    span = cls is AutoModelForQuestionAnswering
+    output = 'last_hidden_state' if hidden else ['start_logits', 'end_logits'] if span else 'logits'
+    token = cls in (AutoModelForTokenClassification, AutoModelForMaskedLM)
+    for o in output if span else [output]:
+        axes[o] = {0: 'batch_size', 1: 'sequence_length'} if hidden or token or span else {0: 'batch_size'}
+    wrap = Hidden if hidden else Span if span else Logits
     with torch.no_grad():
         export_all(wrap(model, names), tuple(first[n] for n in names), names, output, axes, out, shared=True,
                    identities=name in WITH_IDENTITIES)
     golden = {'exporter': f'torch {torch.__version__} onnx TorchScript opset 14', 'onnxruntime': ort.__version__,
-              'task': 'hidden' if hidden else 'token' if token else 'sequence', 'dtypes': {}}
+              'task': 'hidden' if hidden else 'token' if token else 'span' if span else 'sequence', 'dtypes': {}}
     def probs(y):
         return [r8(p) for p in softmax(y.astype(np.float64))] if token else r8(softmax(y.astype(np.float64)))
+
+    def outputs(s, feed):
+        """The first output of the first text; for a span, start and end probabilities over the tokens."""
+        ys = s.run(None, feed)
+        return {'start': r8(softmax(ys[0][0].astype(np.float64))), 'end': r8(softmax(ys[1][0].astype(np.float64)))} \
+            if span else ys[0][0]
 
     dtypes = DTYPES + ((('int8', 'model_int8.onnx'),) if name in WITH_IDENTITIES else ())
     for dtype, file in dtypes:
@@ -259,16 +283,17 @@ def family_case(name, cls, long_text, root):
         for text in texts:
             enc = tok(text, return_tensors='np')
             feed = {i.name: enc[i.name].astype(np.int64) for i in sess.get_inputs()}
-            y = sess.run(None, feed)[0][0]
+            y = outputs(sess, feed)
             row = {'text': text, 'input_ids': enc['input_ids'][0].tolist()}
             if hidden:
                 row['mean_pooled'] = r8(y.astype(np.float64).mean(0))
                 if len(y) <= HIDDEN_ROWS:
                     row['hidden'] = [r8(v) for v in y]
             else:
-                row['probs'] = probs(y)
+                row['probs'] = y if span else probs(y)
             if rel is not None:
-                row['probs_f32_relative'] = probs(rel.run(None, feed)[0][0])
+                y = outputs(rel, feed)
+                row['probs_f32_relative'] = y if span else probs(y)
             rows.append(row)
         golden['dtypes'][dtype] = rows
     with open(os.path.join(exports, 'onnx_golden.json'), 'w') as f:

@@ -4,8 +4,8 @@
 //! `MatMulNBits`), by `scripts/make_tiny_onnx_exports.py` into `tests/onnx-exports/<folder>`;
 //! webert on each file (with the folder's config and tokenizer) against onnxruntime on the same
 //! file (`onnx_golden.json` there), with the integer kernels and (but for q8, whose f32 path
-//! does not quantize activations as onnxruntime does) in f32. Classifiers are compared by
-//! their probabilities, base models (`task: hidden`) by their last hidden state. DeBERTa's q8
+//! does not quantize activations as onnxruntime does) in f32. Classifiers and masked-LM heads
+//! are compared by their probabilities, QA heads by their start and end probabilities, base models (`task: hidden`) by their last hidden state. DeBERTa's q8
 //! is compared with onnxruntime on its graph with the relative embeddings projected in f32
 //! (`probs_f32_relative`): onnxruntime's own q8 quantizes them as an activation, where webert
 //! projects them once at load (in f32, by the same dequantized weight); on these tiny models
@@ -20,7 +20,7 @@ use pollster::block_on;
 use webert::engine::{Engine, LoadOptions, Quantized, Want};
 use webert::model::ModelFiles;
 
-const FOLDERS: [&str; 10] = [
+const FOLDERS: [&str; 13] = [
     "distilbert-seqcls",
     "roberta-seqcls",
     "roberta-tokcls",
@@ -31,6 +31,9 @@ const FOLDERS: [&str; 10] = [
     "jina-v2-base",
     "deberta-v3-seqcls",
     "deberta-v3-tokcls",
+    "deberta-v3-mlm",
+    "deberta-v3-qa",
+    "albert-mlm",
 ];
 
 fn softmax(row: &[f32]) -> Vec<f32> {
@@ -64,7 +67,9 @@ fn text_diff(e: &Engine, row: &serde_json::Value, hidden: bool, what: &str) -> f
     let enc = e.encode(str_of(row, "text"), None, None).unwrap();
     assert_eq!(enc.get_ids(), ids(&row["input_ids"]), "{what}: tokens");
     let want = if hidden { Want::Hidden } else { Want::Logits };
-    let out = block_on(e.run(&[enc], want, &[])).unwrap().remove(0);
+    // every token's row of a masked-LM head (which otherwise computes the picked rows only)
+    let every: Vec<Vec<usize>> = vec![(0..enc.get_ids().len()).collect()];
+    let out = block_on(e.run(&[enc], want, &every)).unwrap().remove(0);
     let mut worst = 0f32;
     if hidden {
         let h = row["mean_pooled"].as_array().unwrap().len();
@@ -88,16 +93,25 @@ fn text_diff(e: &Engine, row: &serde_json::Value, hidden: bool, what: &str) -> f
         Some(_) => "probs_f32_relative",
         None => "probs",
     };
-    let probs = row[key].as_array().unwrap();
-    let want: Vec<Vec<f32>> = match probs[0].is_array() {
-        true => probs.iter().map(floats).collect(),
-        false => vec![floats(&row[key])],
+    // A span head's start and end probabilities over the tokens; else a row per token (token
+    // classification, masked LM) or one for the sequence.
+    let (want, got): (Vec<Vec<f32>>, Vec<Vec<f32>>) = match row[key].get("start") {
+        Some(_) => {
+            let column = |c: usize| out.logits.iter().skip(c).step_by(2).copied();
+            let want = vec![floats(&row[key]["start"]), floats(&row[key]["end"])];
+            let got = (0..2).map(|c| softmax(&column(c).collect::<Vec<_>>()));
+            (want, got.collect())
+        }
+        None => {
+            let probs = row[key].as_array().unwrap();
+            let want: Vec<Vec<f32>> = match probs[0].is_array() {
+                true => probs.iter().map(floats).collect(),
+                false => vec![floats(&row[key])],
+            };
+            let got = out.logits.chunks_exact(want[0].len()).map(softmax);
+            (want, got.collect())
+        }
     };
-    let got: Vec<Vec<f32>> = out
-        .logits
-        .chunks_exact(want[0].len())
-        .map(softmax)
-        .collect();
     assert_eq!(got.len(), want.len(), "{what}: rows");
     for (g, w) in got.iter().zip(&want) {
         worst = worst.max(max_abs_diff(g, w));

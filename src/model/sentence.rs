@@ -88,8 +88,8 @@ pub fn pooling_file(origin: &str, modules_json: &str) -> Result<Option<String>> 
 
 impl SentenceConfig {
     /// From the folder's `modules.json` and, where present, its Pooling config and
-    /// `sentence_bert_config.json`. A Pooling module whose config is missing is an error:
-    /// guessing the mode would give other embeddings than the folder's authors'.
+    /// `sentence_bert_config.json`. Without the Pooling config (a folder copied in part) the
+    /// pooling is left unsaid, for the caller's default.
     pub fn parse(
         origin: &str,
         modules_json: &str,
@@ -99,11 +99,8 @@ impl SentenceConfig {
         let list = modules(origin, modules_json)?;
         let normalize = list.iter().any(|m| module_type(m).ends_with(".Normalize"));
         let mut pooling = Vec::new();
-        if let Some(file) = pooling_file(origin, modules_json)? {
+        if let (Some(file), Some(text)) = (pooling_file(origin, modules_json)?, pooling_json) {
             let file = format!("{origin}/{file}");
-            let text = pooling_json.ok_or_else(|| {
-                Error::config(&file, "is missing (modules.json names a Pooling module)")
-            })?;
             let v: Value = serde_json::from_str(text)
                 .map_err(|e| Error::config(&file, format!("not valid JSON: {e}")))?;
             // Newer folders name the mode (`pooling_mode: "mean"`) besides the flags.
@@ -191,8 +188,8 @@ mod tests {
 
     #[test]
     fn broken_folders_are_named() {
-        let e = SentenceConfig::parse("m", MODULES_JSON, None, None).unwrap_err();
-        assert!(e.to_string().contains("1_Pooling/config.json"), "{e}");
+        let partial = SentenceConfig::parse("m", MODULES_JSON, None, None).unwrap();
+        assert!(partial.pooling.is_empty() && partial.normalize);
         let escape = MODULES_JSON.replace("1_Pooling", "../x");
         let e = SentenceConfig::parse("m", &escape, None, None).unwrap_err();
         assert!(e.to_string().contains("leaves the model folder"), "{e}");

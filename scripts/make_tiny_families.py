@@ -118,6 +118,9 @@ from transformers import (  # noqa: E402
     AlbertTokenizer,
     AutoTokenizer,
     BertTokenizer,
+    DebertaConfig,
+    DebertaForMaskedLM,
+    DebertaForSequenceClassification,
     DebertaV2Config,
     DebertaV2ForMaskedLM,
     DebertaV2ForQuestionAnswering,
@@ -601,6 +604,39 @@ def build_deberta_qa(seed):
     return DebertaV2ForQuestionAnswering(deberta_cfg(tok)), tok
 
 
+def deberta_v1_cfg(tok, **kw):
+    """DeBERTa v1 (microsoft/deberta-base's settings, tiny): head-interleaved in_proj with q_bias
+    and v_bias, c2p and p2c by their own pos_proj / pos_q_proj, no buckets, no LayerNorm on the
+    relative embeddings; absolute positions as well, to cover position_biased_input."""
+    return DebertaConfig(
+        vocab_size=len(tok),
+        hidden_size=TINY["hidden"],
+        num_hidden_layers=TINY["layers"],
+        num_attention_heads=TINY["heads"],
+        intermediate_size=TINY["inter"],
+        hidden_act="gelu",
+        max_position_embeddings=512,
+        type_vocab_size=0,
+        relative_attention=True,
+        max_relative_positions=DEBERTA_MAX_REL,
+        pos_att_type="c2p|p2c",
+        position_biased_input=True,
+        layer_norm_eps=1e-7,
+        pad_token_id=0,
+        **kw,
+    )
+
+
+def build_deberta_v1_seqcls(seed):
+    tok = deberta_tokenizer(512)
+    return DebertaForSequenceClassification(deberta_v1_cfg(tok, **labels_kw(SEQ3))), tok
+
+
+def build_deberta_v1_mlm(seed):
+    tok = deberta_tokenizer(512)
+    return DebertaForMaskedLM(deberta_v1_cfg(tok, legacy=False)), tok
+
+
 def build_jina(hidden, heads):
     def build(seed):
         tok = wordpiece_tokenizer(BertTokenizer, False, 8192)
@@ -698,6 +734,20 @@ SPECS = {
         seed=224,
         head="qa",
         cases=with_long(qa_cases(), case("long_batch", (TEXTS["q"], D_MID), ("Who wrote the book?", D_SHORT))),
+        longest=(60, 300),
+    ),
+    "deberta-v1-seqcls": dict(
+        build=build_deberta_v1_seqcls,
+        seed=225,
+        head="seqcls",
+        cases=with_long(cls_cases(), case("long_batch", D_MID, TEXTS["pos"])),
+        longest=(60, 300),
+    ),
+    "deberta-v1-mlm": dict(
+        build=build_deberta_v1_mlm,
+        seed=226,
+        head="mlm",
+        cases=with_long(mlm_cases("[MASK]"), case("long_masks", long_mlm(D_MID, "[MASK]"))),
         longest=(60, 300),
     ),
     "jina-v2-base": dict(

@@ -406,6 +406,16 @@ fn deberta_v3_seqcls_disentangled() {
 }
 
 #[test]
+fn deberta_v1_seqcls_interleaved_in_proj() {
+    check("deberta-v1-seqcls");
+}
+
+#[test]
+fn deberta_v1_mlm() {
+    check("deberta-v1-mlm");
+}
+
+#[test]
 fn deberta_v3_mlm() {
     check("deberta-v3-mlm");
 }

@@ -297,6 +297,7 @@ fn position_term_and_shared_layer_families_match_cpu() {
         "jina-v2-base",
         "jina-v2-6heads",
         "albert-qa",
+        "deberta-v1-seqcls",
         "deberta-v3-seqcls",
         "deberta-v3-qa",
     ] {

@@ -15,6 +15,8 @@ pub enum ModelType {
     Electra,
     Albert,
     MpNet,
+    /// DeBERTa (v1): DeBERTa-v2's attention with one head-interleaved `in_proj`.
+    Deberta,
     DebertaV2,
     /// Jina embeddings v2: `model_type: bert` with ALiBi and a gated MLP (remote code).
     JinaBert,
@@ -118,11 +120,22 @@ const BERT_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
 #[derive(Debug, Clone, Copy)]
 pub struct LayerTemplates {
     pub qkv: [&'static str; 3],
+    /// Q, K and V as one unbiased matrix whose rows run head by head (each head's Q, K, V
+    /// rows in turn) with separate Q and V biases (DeBERTa v1); `qkv` is then unused.
+    pub interleaved_qkv: Option<InterleavedQkv>,
     pub attn_out: &'static str,
     pub attn_norm: &'static str,
     pub ffn_in: &'static str,
     pub ffn_out: &'static str,
     pub ffn_norm: &'static str,
+}
+
+/// Names of an interleaved Q/K/V projection (see [`LayerTemplates::interleaved_qkv`]).
+#[derive(Debug, Clone, Copy)]
+pub struct InterleavedQkv {
+    pub weight: &'static str,
+    pub q_bias: &'static str,
+    pub v_bias: &'static str,
 }
 
 const BERT_LAYER: LayerTemplates = LayerTemplates {
@@ -131,6 +144,7 @@ const BERT_LAYER: LayerTemplates = LayerTemplates {
         "encoder.layer.{i}.attention.self.key",
         "encoder.layer.{i}.attention.self.value",
     ],
+    interleaved_qkv: None,
     attn_out: "encoder.layer.{i}.attention.output.dense",
     attn_norm: "encoder.layer.{i}.attention.output.LayerNorm",
     ffn_in: "encoder.layer.{i}.intermediate.dense",
@@ -283,6 +297,7 @@ pub const FAMILIES: &[Family] = &[
                 "transformer.layer.{i}.attention.k_lin",
                 "transformer.layer.{i}.attention.v_lin",
             ],
+            interleaved_qkv: None,
             attn_out: "transformer.layer.{i}.attention.out_lin",
             attn_norm: "transformer.layer.{i}.sa_layer_norm",
             ffn_in: "transformer.layer.{i}.ffn.lin1",
@@ -351,6 +366,7 @@ pub const FAMILIES: &[Family] = &[
                 "encoder.albert_layer_groups.0.albert_layers.0.attention.key",
                 "encoder.albert_layer_groups.0.albert_layers.0.attention.value",
             ],
+            interleaved_qkv: None,
             attn_out: "encoder.albert_layer_groups.0.albert_layers.0.attention.dense",
             attn_norm: "encoder.albert_layer_groups.0.albert_layers.0.attention.LayerNorm",
             ffn_in: "encoder.albert_layer_groups.0.albert_layers.0.ffn",
@@ -426,6 +442,50 @@ pub const FAMILIES: &[Family] = &[
             pos_key: "encoder.layer.{i}.attention.self.pos_key_proj",
             pos_query: "encoder.layer.{i}.attention.self.pos_query_proj",
         },
+        sequence_head: PooledHead {
+            dense: "pooler.dense",
+            act: Activation::Gelu,
+            out: "classifier",
+        },
+        pooler_act_key: Some("pooler_hidden_act"),
+        mlm: MlmNames {
+            dense: "lm_predictions.lm_head.dense",
+            norm: "lm_predictions.lm_head.LayerNorm",
+            decoder: "lm_predictions.lm_head.decoder",
+            bias: "lm_predictions.lm_head.bias",
+            act: None,
+        },
+        mlm_legacy: Some(BERT_MLM),
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::Deberta,
+        names: &["deberta"],
+        class: "Deberta",
+        prefix: "deberta",
+        default_type_vocab_size: 0,
+        positions_key: Some("position_biased_input"),
+        embeddings: EmbeddingNames {
+            project: "embeddings.embed_proj",
+            project_before_norm: true,
+            ..BERT_EMBEDDINGS
+        },
+        layer: LayerTemplates {
+            interleaved_qkv: Some(InterleavedQkv {
+                weight: "encoder.layer.{i}.attention.self.in_proj.weight",
+                q_bias: "encoder.layer.{i}.attention.self.q_bias",
+                v_bias: "encoder.layer.{i}.attention.self.v_bias",
+            }),
+            ..BERT_LAYER
+        },
+        distance_bias: DistanceBias::Disentangled {
+            embeddings: "encoder.rel_embeddings.weight",
+            norm: "encoder.LayerNorm",
+            pos_key: "encoder.layer.{i}.attention.self.pos_proj",
+            pos_query: "encoder.layer.{i}.attention.self.pos_q_proj",
+        },
+        unbiased: &["encoder.layer.{i}.attention.self.pos_proj"],
         sequence_head: PooledHead {
             dense: "pooler.dense",
             act: Activation::Gelu,

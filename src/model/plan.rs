@@ -2,7 +2,7 @@
 //! The CPU and GPU executors both run exactly this list.
 
 use super::config::{Activation, HeadKind, ModelConfig};
-use super::family::{layer_name, layer_names, variant_name, DistanceBias};
+use super::family::{layer_name, layer_names, variant_name, DistanceBias, InterleavedQkv};
 use super::weights::{Quant, Tensor, Weights};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -326,6 +326,42 @@ impl Builder<'_> {
         Ok(t)
     }
 
+    /// DeBERTa v1's `in_proj` (rows head by head: each head's Q, K, V in turn; no bias) with
+    /// its Q and V biases, as the `[3h, h]` Q-then-K-then-V matrix of [`Self::fused_qkv`].
+    fn interleaved_qkv(&mut self, names: InterleavedQkv, i: usize, h: usize) -> Result<Linear> {
+        let (heads, d) = (self.cfg.num_heads, self.cfg.head_dim());
+        let fused = self
+            .src
+            .take(self.prefix(), &layer_name(names.weight, i), &[3 * h, h])?;
+        let mut w = vec![0.0; 3 * h * h];
+        for head in 0..heads {
+            for part in 0..3 {
+                let from = (head * 3 + part) * d * h;
+                let to = (part * h + head * d) * h;
+                w[to..to + d * h].copy_from_slice(&fused.data[from..from + d * h]);
+            }
+        }
+        let mut b = self
+            .src
+            .take(self.prefix(), &layer_name(names.q_bias, i), &[h])?
+            .data;
+        b.resize(2 * h, 0.0);
+        b.extend(
+            self.src
+                .take(self.prefix(), &layer_name(names.v_bias, i), &[h])?
+                .data,
+        );
+        let stem = layer_name(names.weight, i);
+        let weight = self.push(&format!("{stem}.qkv"), Tensor::new(vec![3 * h, h], w));
+        let bias = Some(self.push(&format!("{stem}.qkv.bias"), Tensor::new(vec![3 * h], b)));
+        Ok(Linear {
+            weight,
+            bias,
+            n_in: h,
+            n_out: 3 * h,
+        })
+    }
+
     /// Q, K and V projections fused into one `[3h, h]` matrix so one GEMM produces all three.
     fn fused_qkv(&mut self, names: [String; 3], h: usize) -> Result<Linear> {
         let stem = names[0].rsplit_once('.').map_or("", |(s, _)| s).to_string();
@@ -487,8 +523,11 @@ impl Builder<'_> {
                     .map(|id| b.weights[id.0].data[part * h..(part + 1) * h].to_vec());
                 (w, bias)
             } else {
-                let biased = b.src.contains(b.prefix(), &format!("{own_name}.bias"));
-                let l = b.linear_with(&own_name, h, h, biased || !d.share_key)?;
+                let biased = match d.share_key {
+                    true => b.src.contains(b.prefix(), &format!("{own_name}.bias")),
+                    false => !cfg.family().unbiased.contains(&own),
+                };
+                let l = b.linear_with(&own_name, h, h, biased)?;
                 let bias = l.bias.map(|id| b.weights[id.0].data.clone());
                 (b.weights[l.weight.0].data.clone(), bias)
             };
@@ -613,7 +652,10 @@ impl Plan {
             b.layer = Some(i);
             let n = layer_names(cfg.model_type, i);
             let t = &fam.layer;
-            let qkv_w = b.fused_qkv(n.qkv, h)?;
+            let qkv_w = match t.interleaved_qkv {
+                Some(names) => b.interleaved_qkv(names, i, h)?,
+                None => b.fused_qkv(n.qkv, h)?,
+            };
             b.op_linear(hidden, qkv_w, Activation::None, qkv);
             let relative = match &relative_embeddings {
                 Some(rel) => Some(b.disentangled(rel, qkv_w, i)?),

@@ -92,6 +92,12 @@ pub(super) fn walk(
     family: ModelType,
 ) -> Result<Vec<ImportedTensor>, OnnxError> {
     let fam = family.family();
+    if fam.layer.interleaved_qkv.is_some() {
+        return Err(OnnxError::Unsupported(format!(
+            "{}'s head-interleaved in_proj is not followed in ONNX graphs; load its safetensors weights",
+            fam.class
+        )));
+    }
     let mut w = Walker {
         imp,
         graph,
@@ -740,12 +746,13 @@ impl<'a> Walker<'a, '_> {
         let (pre, _, out) = sequence_head_names(self.family);
         // BERT's and ALBERT's poolers are modules of the base model.
         // DeBERTa's ContextPooler is the task model's (`pooler.dense`).
-        let pre =
-            if (pre == "pooler.dense" || pre == "pooler") && self.family != ModelType::DebertaV2 {
-                format!("{}.{pre}", self.prefix)
-            } else {
-                pre.to_string()
-            };
+        let pre = if (pre == "pooler.dense" || pre == "pooler")
+            && !matches!(self.family, ModelType::DebertaV2 | ModelType::Deberta)
+        {
+            format!("{}.{pre}", self.prefix)
+        } else {
+            pre.to_string()
+        };
         match self.next_linear(&pooled.out, 6)? {
             Some(proj) => {
                 self.push_linear(&pre, pooled)?;

@@ -1518,6 +1518,13 @@ fn the_relative_bias_must_reach_the_scores() {
 }
 
 #[test]
+fn deberta_v1_onnx_is_refused_by_name() {
+    let graph = decode(&export("deberta-v3-seqcls", "model.onnx"));
+    let e = error_as(graph, ModelType::Deberta);
+    assert!(e.contains("Deberta's head-interleaved in_proj"), "{e}");
+}
+
+#[test]
 fn deberta_disentangled_terms_are_checked() {
     // The quantized files name the same weights: the key / query projections that also
     // project the relative embeddings (the same quantized initializer, read twice) once.

@@ -12,15 +12,18 @@ RUNS=${2:-3}
 ROUNDS=${3:-3}
 PROFILE=target/release/examples/cpu_profile
 [ -x "$PROFILE" ] || cargo build --release --example cpu_profile
+# bert-i4608: BERT with the MLP weight of Jina's GEGLU (intermediate 1.5 x 3072), the same work.
 declare -A FOLDER=(
   [bert]=bert-bf16-sharded [albert]=albert-seqcls [mpnet]=mpnet-base-st
-  [deberta-v3]=deberta-v3-seqcls [jina-v2]=jina-v2-base
+  [deberta-v1]=deberta-v1-seqcls [deberta-v3]=deberta-v3-seqcls [jina-v2]=jina-v2-base
+  [bert-i4608]=bert-bf16-sharded
 )
-ORDER="bert albert mpnet deberta-v3 jina-v2"
+declare -A SHAPE=([bert-i4608]=768x12x12x4608)
+ORDER="bert albert mpnet deberta-v1 deberta-v3 jina-v2 bert-i4608"
 declare -A BEST ATTN
 for round in $(seq "$ROUNDS"); do
   for f in $ORDER; do
-    out=$("$PROFILE" --model "tests/tiny/${FOLDER[$f]}" --shape bert-base --threads 1 \
+    out=$("$PROFILE" --model "tests/tiny/${FOLDER[$f]}" --shape "${SHAPE[$f]:-bert-base}" --threads 1 \
       --tokens "$SEQ" --runs "$RUNS")
     ms=$(sed -n 's/.*sum of minima \([0-9.]*\)).*/\1/p' <<<"$out")
     attn=$(awk '/ attention/ { s += $5 } END { print s + 0 }' <<<"$out")

@@ -128,6 +128,9 @@ from transformers import (  # noqa: E402
     DebertaV2ForTokenClassification,
     DebertaV2Tokenizer,
     MPNetConfig,
+    RoFormerConfig,
+    RoFormerForMaskedLM,
+    RoFormerForSequenceClassification,
     MPNetForMaskedLM,
     MPNetForQuestionAnswering,
     MPNetForSequenceClassification,
@@ -170,6 +173,8 @@ def init_weights(model, seed: int):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
+            if "embed_positions" in name:
+                continue  # RoFormer's sinusoidal table: computed, not learned
             low = name.lower()
             is_norm = "layernorm" in low or "layer_norm" in low
             if is_norm and name.endswith("weight"):
@@ -637,6 +642,34 @@ def build_deberta_v1_mlm(seed):
     return DebertaForMaskedLM(deberta_v1_cfg(tok, legacy=False)), tok
 
 
+def roformer_cfg(tok, **kw):
+    """RoFormer: BERT with interleaved rotary Q and K (V too with rotary_value); an embedding
+    width below the hidden one, so that `embeddings_project` is taken."""
+    return RoFormerConfig(
+        vocab_size=len(tok),
+        embedding_size=24,
+        hidden_size=TINY["hidden"],
+        num_hidden_layers=TINY["layers"],
+        num_attention_heads=TINY["heads"],
+        intermediate_size=TINY["inter"],
+        hidden_act="gelu",
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        pad_token_id=0,
+        **kw,
+    )
+
+
+def build_roformer_seqcls(seed):
+    tok = mtm.wordpiece_tokenizer(BertTokenizer, cased=False, max_len=512)
+    return RoFormerForSequenceClassification(roformer_cfg(tok, **labels_kw(SEQ3))), tok
+
+
+def build_roformer_mlm(seed):
+    tok = mtm.wordpiece_tokenizer(BertTokenizer, cased=False, max_len=512)
+    return RoFormerForMaskedLM(roformer_cfg(tok, rotary_value=True)), tok
+
+
 def build_jina(hidden, heads):
     def build(seed):
         tok = wordpiece_tokenizer(BertTokenizer, False, 8192)
@@ -749,6 +782,20 @@ SPECS = {
         head="mlm",
         cases=with_long(mlm_cases("[MASK]"), case("long_masks", long_mlm(D_MID, "[MASK]"))),
         longest=(60, 300),
+    ),
+    "roformer-seqcls": dict(
+        build=build_roformer_seqcls,
+        seed=241,
+        head="seqcls",
+        cases=with_long(cls_cases(), case("long_batch", LONG, TEXTS["pos"])),
+        longest=(200, 300),
+    ),
+    "roformer-mlm": dict(
+        build=build_roformer_mlm,
+        seed=242,
+        head="mlm",
+        cases=with_long(mlm_cases("[MASK]"), case("long_masks", long_mlm(MID, "[MASK]"))),
+        longest=(131, 300),
     ),
     "jina-v2-base": dict(
         build=build_jina(TINY["hidden"], 4),

@@ -416,6 +416,16 @@ fn deberta_v1_mlm() {
 }
 
 #[test]
+fn roformer_seqcls_rotary() {
+    check("roformer-seqcls");
+}
+
+#[test]
+fn roformer_mlm_rotary_value() {
+    check("roformer-mlm");
+}
+
+#[test]
 fn deberta_v3_mlm() {
     check("deberta-v3-mlm");
 }
@@ -450,6 +460,8 @@ fn every_tiny_folder_is_tested() {
             "bert-bf16-sharded",
             "bert-gelu-tanh-f16",
             "bert-prefixed-legacy",
+            "deberta-v1-mlm",
+            "deberta-v1-seqcls",
             "deberta-v3-mlm",
             "deberta-v3-qa",
             "deberta-v3-seqcls",
@@ -467,6 +479,8 @@ fn every_tiny_folder_is_tested() {
             "mpnet-tokcls",
             "roberta-seqcls",
             "roberta-tokcls",
+            "roformer-mlm",
+            "roformer-seqcls",
             "xlmr-mlm",
         ]
     );

@@ -299,6 +299,8 @@ fn position_term_and_shared_layer_families_match_cpu() {
         "albert-qa",
         "deberta-v1-seqcls",
         "deberta-v3-seqcls",
+        "roformer-seqcls",
+        "roformer-mlm",
         "deberta-v3-qa",
     ] {
         let dir = root().join("tests/tiny").join(name);

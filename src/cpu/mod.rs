@@ -6,6 +6,7 @@ pub mod kernels;
 pub mod math;
 pub mod pool;
 pub mod qgemm;
+mod rotary;
 mod scalar;
 
 #[cfg(target_arch = "x86_64")]
@@ -198,6 +199,7 @@ impl CpuExecutor {
                 _ => "attention".into(),
             },
             Op::Gate { act, .. } => format!("gate {act:?}"),
+            Op::Rotary { .. } => "rotary".into(),
             Op::Gather { .. } => "gather".into(),
             Op::Linear {
                 linear, act, norm, ..
@@ -385,6 +387,25 @@ impl CpuExecutor {
                 let terms = attention::Terms { bias, relative };
                 attention(self.kernel, qkv, &mut dst, lens, shape, terms, &self.attn);
                 self.bufs[out.0] = dst;
+            }
+            Op::Rotary {
+                qkv,
+                heads,
+                head_dim,
+                dim,
+                interleaved,
+                parts,
+                table,
+            } => {
+                let r = rotary::Rotary {
+                    heads,
+                    head_dim,
+                    dim,
+                    interleaved,
+                    parts,
+                    table: &self.weights[table.0].data,
+                };
+                rotary::rotate(&mut self.bufs[qkv.0], batch.seq_len, &r);
             }
             Op::Gate { x, out, act } => {
                 let mut dst = std::mem::take(&mut self.bufs[out.0]);

@@ -6,7 +6,7 @@ use super::context::KernelChoice;
 use super::packed::Packed;
 use super::params::{
     act_code, AttentionParams, EmbeddingsParams, GateParams, GatherParams, GemmParams,
-    GemmReduceParams, LayerNormParams, Q8Params,
+    GemmReduceParams, LayerNormParams, Q8Params, RotaryParams,
 };
 use super::pipelines::{GemmPlan, GemmWeights, Kernel, Pipelines};
 use super::tune::{self, GemmKey, Tuned};
@@ -682,6 +682,29 @@ impl Builder<'_> {
                     rel(|r| Some(r.index)),
                 ];
                 rec.push(kernel, params, &buffers, groups);
+            }
+            Op::Rotary {
+                qkv,
+                heads,
+                head_dim,
+                dim,
+                interleaved,
+                parts,
+                table,
+            } => {
+                let rows = dims.rows(plan.buffers[qkv.0].rows);
+                let params = RotaryParams {
+                    rows: rows as u32,
+                    seq_len: dims.seq_len as u32,
+                    heads: heads as u32,
+                    head_dim: head_dim as u32,
+                    dim: dim as u32,
+                    interleaved: interleaved as u32,
+                    parts: parts as u32,
+                };
+                let buffers = [&acts[qkv.0], w(table)];
+                let pairs = rows * parts * heads * (dim / 2);
+                rec.push(Kernel::Rotary, params, &buffers, per_element(pairs));
             }
             Op::Gate { x, out, act } => {
                 let spec = &plan.buffers[out.0];

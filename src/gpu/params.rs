@@ -110,6 +110,16 @@ uniforms! {
         has_c2p: u32,
         has_p2c: u32,
     }
+    /// Rotary positions: `rows` token rows of `seq_len` per sequence; `parts` of Q, K, V.
+    RotaryParams {
+        rows: u32,
+        seq_len: u32,
+        heads: u32,
+        head_dim: u32,
+        dim: u32,
+        interleaved: u32,
+        parts: u32,
+    }
     /// A gated MLP's middle: `out[r][c] = act(x[r][c]) * x[r][cols + c]`.
     GateParams {
         rows: u32,

@@ -3,7 +3,7 @@
 use super::context::KernelChoice;
 use super::params::{
     self, AttentionParams, EmbeddingsParams, GateParams, GatherParams, GemmParams,
-    GemmReduceParams, LayerNormParams, Q8Params,
+    GemmReduceParams, LayerNormParams, Q8Params, RotaryParams,
 };
 use crate::error::{Error, GpuErrorKind, Result};
 
@@ -42,6 +42,8 @@ pub enum Kernel {
     AttentionLanes,
     /// A gated MLP's `act(gate) * up`.
     Gate,
+    /// Rotary positions on Q and K (and V).
+    Rotary,
     Gather,
     /// GEMMs on packed low-bit weights (`packed.rs`): q4 and q8 unpacked to f32 on load, and
     /// q8 with integer dot products on activations quantized by `Q8Range` + `Q8Quantize`.
@@ -98,6 +100,7 @@ impl Kernel {
             Kernel::AttentionWide => "attention_wide",
             Kernel::AttentionLanes => "attention_lanes",
             Kernel::Gate => "gate",
+            Kernel::Rotary => "rotary",
             Kernel::Gather => "gather",
             Kernel::GemmQ4(_) => "gemm_q4",
             Kernel::GemmQ8(_) => "gemm_q8",
@@ -111,7 +114,7 @@ impl Kernel {
         matches!(self, Kernel::GemmQ8Int(_))
     }
 
-    const ALL: [Kernel; 25] = [
+    const ALL: [Kernel; 26] = [
         Kernel::Embeddings,
         Kernel::Gemm(Tile::Tall),
         Kernel::Gemm(Tile::Short),
@@ -128,6 +131,7 @@ impl Kernel {
         Kernel::AttentionWide,
         Kernel::AttentionLanes,
         Kernel::Gate,
+        Kernel::Rotary,
         Kernel::Gather,
         Kernel::GemmQ4(Tile::Tall),
         Kernel::GemmQ4(Tile::Short),
@@ -201,6 +205,7 @@ impl Kernel {
                 AttentionParams::wgsl()
             }
             Kernel::Gate => GateParams::wgsl(),
+            Kernel::Rotary => RotaryParams::wgsl(),
             Kernel::Gather => GatherParams::wgsl(),
             Kernel::Q8Range | Kernel::Q8Quantize => Q8Params::wgsl(),
         }
@@ -278,6 +283,7 @@ impl Kernel {
                 include_str!("../../shaders/attention_lanes.wgsl"),
             ),
             Kernel::Gate => (&[ACTIVATION], include_str!("../../shaders/gate.wgsl")),
+            Kernel::Rotary => (&[], include_str!("../../shaders/rotary.wgsl")),
             Kernel::Gather => (&[], include_str!("../../shaders/gather.wgsl")),
             Kernel::GemmQ4(_) => (
                 &[

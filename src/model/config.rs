@@ -82,6 +82,17 @@ impl Activation {
     }
 }
 
+/// Rotary positions as a config sets them (see [`super::family::Rotary`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RotaryConfig {
+    /// Rotated dimensions of each head (even; the head's size unless partial).
+    pub dim: usize,
+    pub theta: f64,
+    pub interleaved: bool,
+    /// V is rotated as well.
+    pub value: bool,
+}
+
 /// DeBERTa's relative attention settings (`relative_attention: true`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DisentangledConfig {
@@ -126,6 +137,7 @@ pub struct ModelConfig {
     pub relative_buckets: usize,
     /// DeBERTa's disentangled attention, where the config turns it on.
     pub disentangled: Option<DisentangledConfig>,
+    pub rotary: Option<RotaryConfig>,
     /// The pooled classification head's activation where the config chooses it.
     pub pooler_act: Option<Activation>,
     pub id2label: Vec<String>,
@@ -251,7 +263,7 @@ impl ModelConfig {
         };
         let positions_off =
             (fam.positions_key).is_some_and(|k| obj.get(k).and_then(Value::as_bool) == Some(false));
-        let cfg = ModelConfig {
+        let mut cfg = ModelConfig {
             model_type,
             architecture,
             vocab_size: need(&["vocab_size"])?,
@@ -283,6 +295,7 @@ impl ModelConfig {
             position_table: fam.positions != Positions::None && !positions_off,
             relative_buckets,
             disentangled,
+            rotary: None,
             pooler_act,
             id2label: parse_labels(file, obj.get("id2label"))?,
             multi_label: obj.get("problem_type").and_then(Value::as_str)
@@ -297,6 +310,27 @@ impl ModelConfig {
                     cfg.hidden_size, cfg.num_heads
                 ),
             ));
+        }
+        if let Some(r) = fam.rotary {
+            if !cfg.head_dim().is_multiple_of(2) {
+                return Err(Error::config(
+                    file,
+                    format!(
+                        "rotary positions need an even head size, not {}",
+                        cfg.head_dim()
+                    ),
+                ));
+            }
+            let value = r
+                .value_key
+                .and_then(|k| obj.get(k))
+                .and_then(Value::as_bool);
+            cfg.rotary = Some(RotaryConfig {
+                dim: cfg.head_dim(),
+                theta: r.theta,
+                interleaved: r.interleaved,
+                value: value == Some(true),
+            });
         }
         if cfg.max_position_embeddings <= cfg.position_offset.saturating_add(2) {
             return Err(Error::config(file, "max_position_embeddings is too small"));

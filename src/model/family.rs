@@ -20,6 +20,8 @@ pub enum ModelType {
     DebertaV2,
     /// Jina embeddings v2: `model_type: bert` with ALiBi and a gated MLP (remote code).
     JinaBert,
+    /// RoFormer: BERT with interleaved rotary positions in place of a position table.
+    RoFormer,
 }
 
 /// Where position ids start.
@@ -60,6 +62,17 @@ pub enum DistanceBias {
         pos_key: &'static str,
         pos_query: &'static str,
     },
+}
+
+/// Rotary position embeddings applied to Q and K (and V where `value_key` says so) before
+/// the attention scores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rotary {
+    /// Pairs `(2i, 2i + 1)` (RoFormer, GPT-J) rather than `(i, i + d/2)` (NeoX, rotate-half).
+    pub interleaved: bool,
+    pub theta: f64,
+    /// A config key that, when true, rotates V as well (RoFormer's `rotary_value`).
+    pub value_key: Option<&'static str>,
 }
 
 /// The feed-forward block.
@@ -198,6 +211,7 @@ pub struct Family {
     pub unbiased: &'static [&'static str],
     pub mlp: Mlp,
     pub distance_bias: DistanceBias,
+    pub rotary: Option<Rotary>,
     pub sequence_head: PooledHead,
     /// The config key of the pooled head's activation where the config chooses it.
     pub pooler_act_key: Option<&'static str>,
@@ -236,6 +250,7 @@ const BERT: Family = Family {
     unbiased: &[],
     mlp: Mlp::Plain,
     distance_bias: DistanceBias::None,
+    rotary: None,
     sequence_head: PooledHead {
         dense: "pooler.dense",
         act: Activation::Tanh,
@@ -522,6 +537,25 @@ pub const FAMILIES: &[Family] = &[
         distance_bias: DistanceBias::Alibi,
         next_sentence: false,
         encoder_only: true,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::RoFormer,
+        names: &["roformer"],
+        class: "RoFormer",
+        prefix: "roformer",
+        positions: Positions::None,
+        rotary: Some(Rotary {
+            interleaved: true,
+            theta: 10000.0,
+            value_key: Some("rotary_value"),
+        }),
+        sequence_head: PooledHead {
+            dense: "classifier.dense",
+            act: Activation::Gelu,
+            out: "classifier.out_proj",
+        },
+        next_sentence: false,
         ..BERT
     },
 ];

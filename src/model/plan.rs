@@ -101,6 +101,19 @@ pub enum Op {
         bias: Option<DistanceTable>,
         relative: Option<Disentangled>,
     },
+    /// Rotary positions, in place on a fused `[q | k | v]` buffer: in each head of the first
+    /// `parts` (2: Q and K; 3: V too), pairs of the first `dim` dimensions (`(2i, 2i + 1)`
+    /// when `interleaved`, else `(i, i + dim/2)`) turned by the angles of the token's
+    /// position (`table`: `[positions, dim]`, cosines then sines).
+    Rotary {
+        qkv: BufId,
+        heads: usize,
+        head_dim: usize,
+        dim: usize,
+        interleaved: bool,
+        parts: usize,
+        table: WeightId,
+    },
     /// A gated MLP's middle: `out = act(x[.., ..n]) * x[.., n..]` for `x` of `2n` columns.
     Gate {
         x: BufId,
@@ -156,6 +169,7 @@ impl Op {
                 }
                 v
             }
+            Op::Rotary { table, .. } => vec![(*table, Whole)],
             Op::Gate { .. } | Op::Gather { .. } => Vec::new(),
         }
     }
@@ -647,6 +661,22 @@ impl Plan {
         }
         let bias = b.distance_table()?;
         let relative_embeddings = b.relative_embeddings()?;
+        let rotary = cfg.rotary.map(|r| {
+            let table = super::positions::rotary_table(cfg.max_sequence_len(), r.dim, r.theta);
+            let table = b.push(
+                "rotary.table",
+                Tensor::new(vec![cfg.max_sequence_len(), r.dim], table),
+            );
+            Op::Rotary {
+                qkv,
+                heads: cfg.num_heads,
+                head_dim: cfg.head_dim(),
+                dim: r.dim,
+                interleaved: r.interleaved,
+                parts: if r.value { 3 } else { 2 },
+                table,
+            }
+        });
 
         for i in 0..cfg.num_layers {
             b.layer = Some(i);
@@ -657,6 +687,7 @@ impl Plan {
                 None => b.fused_qkv(n.qkv, h)?,
             };
             b.op_linear(hidden, qkv_w, Activation::None, qkv);
+            b.ops.extend(rotary.clone());
             let relative = match &relative_embeddings {
                 Some(rel) => Some(b.disentangled(rel, qkv_w, i)?),
                 None => None,

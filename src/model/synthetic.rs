@@ -6,14 +6,26 @@
 use super::config::ModelConfig;
 use super::weights::{BlockQuant, ChannelQuant, Quant, Tensor, Weights};
 
-/// Standard shapes by name: `bert-base`, `bert-large`, `minilm-l6`.
+/// Standard shapes by name: `bert-base`, `bert-large`, `minilm-l6`; or any, written
+/// `HIDDENxLAYERSxHEADSxINTERMEDIATE` (`768x12x12x4608`).
 pub fn shape(name: &str) -> Option<(usize, usize, usize, usize)> {
     // (hidden, layers, heads, intermediate)
     match name {
         "bert-base" => Some((768, 12, 12, 3072)),
         "bert-large" => Some((1024, 24, 16, 4096)),
         "minilm-l6" => Some((384, 6, 12, 1536)),
-        _ => None,
+        _ => {
+            let n: Vec<usize> = name
+                .split('x')
+                .map(|p| p.parse().ok())
+                .collect::<Option<_>>()?;
+            match n[..] {
+                [h, l, a, i] if h > 0 && l > 0 && a > 0 && i > 0 && h % a == 0 => {
+                    Some((h, l, a, i))
+                }
+                _ => None,
+            }
+        }
     }
 }
 
@@ -129,4 +141,16 @@ fn quantize_tensor(t: &mut Tensor, q8: bool) {
         Quant::Block(q)
     };
     t.quant = Some(Box::new(quant));
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shapes_by_name_or_by_numbers() {
+        assert_eq!(super::shape("bert-base"), Some((768, 12, 12, 3072)));
+        assert_eq!(super::shape("768x12x12x4608"), Some((768, 12, 12, 4608)));
+        for bad in ["768x12x12", "768x12x7x3072", "0x1x1x1", "bert", "1x2x3xq"] {
+            assert_eq!(super::shape(bad), None, "{bad}");
+        }
+    }
 }

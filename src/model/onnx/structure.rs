@@ -98,6 +98,12 @@ pub(super) fn walk(
             fam.class
         )));
     }
+    if fam.rotary.is_some() {
+        return Err(OnnxError::Unsupported(format!(
+            "{}'s rotary positions are not followed in ONNX graphs yet; load its safetensors weights",
+            fam.class
+        )));
+    }
     let mut w = Walker {
         imp,
         graph,

@@ -566,8 +566,9 @@ def build_albert_qa(seed):
     return AlbertForQuestionAnswering(albert_cfg(tok)), tok
 
 
-def deberta_cfg(tok, **kw):
-    return DebertaV2Config(
+def deberta_sizes(tok):
+    """What the tiny DeBERTa-v3 and v1 configs share."""
+    return dict(
         vocab_size=len(tok),
         hidden_size=TINY["hidden"],
         num_hidden_layers=TINY["layers"],
@@ -577,14 +578,20 @@ def deberta_cfg(tok, **kw):
         max_position_embeddings=512,
         type_vocab_size=0,
         relative_attention=True,
-        position_buckets=DEBERTA_BUCKETS,
         max_relative_positions=DEBERTA_MAX_REL,
+        layer_norm_eps=1e-7,
+        pad_token_id=0,
+    )
+
+
+def deberta_cfg(tok, **kw):
+    return DebertaV2Config(
+        **deberta_sizes(tok),
+        position_buckets=DEBERTA_BUCKETS,
         pos_att_type=["p2c", "c2p"],
         share_att_key=True,
         norm_rel_ebd="layer_norm",
         position_biased_input=False,
-        layer_norm_eps=1e-7,
-        pad_token_id=0,
         **kw,
     )
 
@@ -613,23 +620,7 @@ def deberta_v1_cfg(tok, **kw):
     """DeBERTa v1 (microsoft/deberta-base's settings, tiny): head-interleaved in_proj with q_bias
     and v_bias, c2p and p2c by their own pos_proj / pos_q_proj, no buckets, no LayerNorm on the
     relative embeddings; absolute positions as well, to cover position_biased_input."""
-    return DebertaConfig(
-        vocab_size=len(tok),
-        hidden_size=TINY["hidden"],
-        num_hidden_layers=TINY["layers"],
-        num_attention_heads=TINY["heads"],
-        intermediate_size=TINY["inter"],
-        hidden_act="gelu",
-        max_position_embeddings=512,
-        type_vocab_size=0,
-        relative_attention=True,
-        max_relative_positions=DEBERTA_MAX_REL,
-        pos_att_type="c2p|p2c",
-        position_biased_input=True,
-        layer_norm_eps=1e-7,
-        pad_token_id=0,
-        **kw,
-    )
+    return DebertaConfig(**deberta_sizes(tok), pos_att_type="c2p|p2c", position_biased_input=True, **kw)
 
 
 def build_deberta_v1_seqcls(seed):

@@ -388,24 +388,9 @@ impl CpuExecutor {
                 attention(self.kernel, qkv, &mut dst, lens, shape, terms, &self.attn);
                 self.bufs[out.0] = dst;
             }
-            Op::Rotary {
-                qkv,
-                heads,
-                head_dim,
-                dim,
-                interleaved,
-                parts,
-                table,
-            } => {
-                let r = rotary::Rotary {
-                    heads,
-                    head_dim,
-                    dim,
-                    interleaved,
-                    parts,
-                    table: &self.weights[table.0].data,
-                };
-                rotary::rotate(&mut self.bufs[qkv.0], batch.seq_len, &r);
+            Op::Rotary { qkv, rotation } => {
+                let table = &self.weights[rotation.table.0].data;
+                rotary::rotate(&mut self.bufs[qkv.0], batch.seq_len, &rotation, table);
             }
             Op::Gate { x, out, act } => {
                 let mut dst = std::mem::take(&mut self.bufs[out.0]);

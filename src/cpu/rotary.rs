@@ -1,23 +1,14 @@
 //! Rotary positions on the CPU: pairs of each head's dimensions turned by the angles of the
 //! token's position, in place on the fused `[q | k | v]` rows (see `Op::Rotary`).
 
-/// What `Op::Rotary` says of the buffer and the turn.
-pub struct Rotary<'a> {
-    pub heads: usize,
-    pub head_dim: usize,
-    pub dim: usize,
-    pub interleaved: bool,
-    pub parts: usize,
-    /// `[positions, dim]`: cosines then sines.
-    pub table: &'a [f32],
-}
+use crate::model::plan::Rotation;
 
 /// Turns every row of `qkv` (`3 · heads · head_dim` wide; row `r` is position
 /// `r % seq_len` of its sequence).
-pub fn rotate(qkv: &mut [f32], seq_len: usize, r: &Rotary) {
+pub fn rotate(qkv: &mut [f32], seq_len: usize, r: &Rotation, table: &[f32]) {
     let (h, half) = (r.heads * r.head_dim, r.dim / 2);
     for (row, x) in qkv.chunks_exact_mut(3 * h).enumerate() {
-        let angles = &r.table[(row % seq_len) * r.dim..][..r.dim];
+        let angles = &table[(row % seq_len) * r.dim..][..r.dim];
         let (cos, sin) = angles.split_at(half);
         for head in x[..r.parts * h].chunks_exact_mut(r.head_dim) {
             for i in 0..half {
@@ -36,6 +27,7 @@ pub fn rotate(qkv: &mut [f32], seq_len: usize, r: &Rotary) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::plan::WeightId;
 
     #[test]
     fn pairs_turn_by_their_angle() {
@@ -43,27 +35,26 @@ mod tests {
         let table = [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0];
         let rows = |x: [f32; 4]| [x, x, x].concat();
         let mut qkv = [rows([1.0, 2.0, 3.0, 4.0]), rows([1.0, 2.0, 3.0, 4.0])].concat();
-        let r = Rotary {
+        let r = Rotation {
             heads: 1,
             head_dim: 4,
             dim: 4,
             interleaved: true,
             parts: 2,
-            table: &table,
+            table: WeightId(0),
         };
-        rotate(&mut qkv, 2, &r);
+        rotate(&mut qkv, 2, &r, &table);
         assert_eq!(&qkv[..12], &rows([1.0, 2.0, 3.0, 4.0])[..], "position 0");
         // interleaved: pair (0, 1) → (-2, 1); V (the third part) untouched
         assert_eq!(&qkv[12..20], &[-2.0, 1.0, 3.0, 4.0, -2.0, 1.0, 3.0, 4.0]);
         assert_eq!(&qkv[20..], &[1.0, 2.0, 3.0, 4.0]);
         let mut half = rows([1.0, 2.0, 3.0, 4.0]).to_vec();
-        let r = Rotary {
+        let r = Rotation {
             interleaved: false,
             parts: 3,
-            table: &table[4..],
             ..r
         };
-        rotate(&mut half, 1, &r);
+        rotate(&mut half, 1, &r, &table[4..]);
         // rotate-half: pair (0, 2) → (-3, 1)
         assert_eq!(&half[..4], &[-3.0, 2.0, 1.0, 4.0]);
         assert_eq!(&half[8..], &[-3.0, 2.0, 1.0, 4.0], "V turned too");

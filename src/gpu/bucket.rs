@@ -683,27 +683,19 @@ impl Builder<'_> {
                 ];
                 rec.push(kernel, params, &buffers, groups);
             }
-            Op::Rotary {
-                qkv,
-                heads,
-                head_dim,
-                dim,
-                interleaved,
-                parts,
-                table,
-            } => {
+            Op::Rotary { qkv, rotation: r } => {
                 let rows = dims.rows(plan.buffers[qkv.0].rows);
                 let params = RotaryParams {
                     rows: rows as u32,
                     seq_len: dims.seq_len as u32,
-                    heads: heads as u32,
-                    head_dim: head_dim as u32,
-                    dim: dim as u32,
-                    interleaved: interleaved as u32,
-                    parts: parts as u32,
+                    heads: r.heads as u32,
+                    head_dim: r.head_dim as u32,
+                    dim: r.dim as u32,
+                    interleaved: r.interleaved as u32,
+                    parts: r.parts as u32,
                 };
-                let buffers = [&acts[qkv.0], w(table)];
-                let pairs = rows * parts * heads * (dim / 2);
+                let buffers = [&acts[qkv.0], w(r.table)];
+                let pairs = rows * r.parts * r.heads * (r.dim / 2);
                 rec.push(Kernel::Rotary, params, &buffers, per_element(pairs));
             }
             Op::Gate { x, out, act } => {

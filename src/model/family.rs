@@ -263,6 +263,27 @@ const BERT: Family = Family {
     encoder_only: false,
 };
 
+/// DeBERTa's (v1 and v2): its `ContextPooler` belongs to the task model, not under `deberta.`.
+const DEBERTA_HEAD: PooledHead = PooledHead {
+    dense: "pooler.dense",
+    act: Activation::Gelu,
+    out: "classifier",
+};
+
+const DEBERTA_MLM: MlmNames = MlmNames {
+    dense: "lm_predictions.lm_head.dense",
+    norm: "lm_predictions.lm_head.LayerNorm",
+    decoder: "lm_predictions.lm_head.decoder",
+    bias: "lm_predictions.lm_head.bias",
+    act: None,
+};
+
+const DEBERTA_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
+    project: "embeddings.embed_proj",
+    project_before_norm: true,
+    ..BERT_EMBEDDINGS
+};
+
 const ROBERTA_HEAD: PooledHead = PooledHead {
     dense: "classifier.dense",
     act: Activation::Tanh,
@@ -438,11 +459,7 @@ pub const FAMILIES: &[Family] = &[
         prefix: "deberta",
         default_type_vocab_size: 0,
         positions_key: Some("position_biased_input"),
-        embeddings: EmbeddingNames {
-            project: "embeddings.embed_proj",
-            project_before_norm: true,
-            ..BERT_EMBEDDINGS
-        },
+        embeddings: DEBERTA_EMBEDDINGS,
         layer: LayerTemplates {
             qkv: [
                 "encoder.layer.{i}.attention.self.query_proj",
@@ -457,19 +474,9 @@ pub const FAMILIES: &[Family] = &[
             pos_key: "encoder.layer.{i}.attention.self.pos_key_proj",
             pos_query: "encoder.layer.{i}.attention.self.pos_query_proj",
         },
-        sequence_head: PooledHead {
-            dense: "pooler.dense",
-            act: Activation::Gelu,
-            out: "classifier",
-        },
+        sequence_head: DEBERTA_HEAD,
         pooler_act_key: Some("pooler_hidden_act"),
-        mlm: MlmNames {
-            dense: "lm_predictions.lm_head.dense",
-            norm: "lm_predictions.lm_head.LayerNorm",
-            decoder: "lm_predictions.lm_head.decoder",
-            bias: "lm_predictions.lm_head.bias",
-            act: None,
-        },
+        mlm: DEBERTA_MLM,
         mlm_legacy: Some(BERT_MLM),
         next_sentence: false,
         ..BERT
@@ -481,11 +488,7 @@ pub const FAMILIES: &[Family] = &[
         prefix: "deberta",
         default_type_vocab_size: 0,
         positions_key: Some("position_biased_input"),
-        embeddings: EmbeddingNames {
-            project: "embeddings.embed_proj",
-            project_before_norm: true,
-            ..BERT_EMBEDDINGS
-        },
+        embeddings: DEBERTA_EMBEDDINGS,
         layer: LayerTemplates {
             interleaved_qkv: Some(InterleavedQkv {
                 weight: "encoder.layer.{i}.attention.self.in_proj.weight",
@@ -501,19 +504,9 @@ pub const FAMILIES: &[Family] = &[
             pos_query: "encoder.layer.{i}.attention.self.pos_q_proj",
         },
         unbiased: &["encoder.layer.{i}.attention.self.pos_proj"],
-        sequence_head: PooledHead {
-            dense: "pooler.dense",
-            act: Activation::Gelu,
-            out: "classifier",
-        },
+        sequence_head: DEBERTA_HEAD,
         pooler_act_key: Some("pooler_hidden_act"),
-        mlm: MlmNames {
-            dense: "lm_predictions.lm_head.dense",
-            norm: "lm_predictions.lm_head.LayerNorm",
-            decoder: "lm_predictions.lm_head.decoder",
-            bias: "lm_predictions.lm_head.bias",
-            act: None,
-        },
+        mlm: DEBERTA_MLM,
         mlm_legacy: Some(BERT_MLM),
         next_sentence: false,
         ..BERT

@@ -68,6 +68,18 @@ pub struct Disentangled {
     pub rows: usize,
 }
 
+/// What `Op::Rotary` turns and by which table.
+#[derive(Debug, Clone, Copy)]
+pub struct Rotation {
+    pub heads: usize,
+    pub head_dim: usize,
+    pub dim: usize,
+    pub interleaved: bool,
+    pub parts: usize,
+    /// `[positions, dim]`: cosines then sines.
+    pub table: WeightId,
+}
+
 #[derive(Debug, Clone)]
 pub enum Op {
     /// `out = LN(word[id] + position[offset + i] + token_type[t])`, each part but the word
@@ -105,15 +117,7 @@ pub enum Op {
     /// `parts` (2: Q and K; 3: V too), pairs of the first `dim` dimensions (`(2i, 2i + 1)`
     /// when `interleaved`, else `(i, i + dim/2)`) turned by the angles of the token's
     /// position (`table`: `[positions, dim]`, cosines then sines).
-    Rotary {
-        qkv: BufId,
-        heads: usize,
-        head_dim: usize,
-        dim: usize,
-        interleaved: bool,
-        parts: usize,
-        table: WeightId,
-    },
+    Rotary { qkv: BufId, rotation: Rotation },
     /// A gated MLP's middle: `out = act(x[.., ..n]) * x[.., n..]` for `x` of `2n` columns.
     Gate {
         x: BufId,
@@ -169,7 +173,7 @@ impl Op {
                 }
                 v
             }
-            Op::Rotary { table, .. } => vec![(*table, Whole)],
+            Op::Rotary { rotation, .. } => vec![(rotation.table, Whole)],
             Op::Gate { .. } | Op::Gather { .. } => Vec::new(),
         }
     }
@@ -667,15 +671,15 @@ impl Plan {
                 "rotary.table",
                 Tensor::new(vec![cfg.max_sequence_len(), r.dim], table),
             );
-            Op::Rotary {
-                qkv,
+            let rotation = Rotation {
                 heads: cfg.num_heads,
                 head_dim: cfg.head_dim(),
                 dim: r.dim,
                 interleaved: r.interleaved,
                 parts: if r.value { 3 } else { 2 },
                 table,
-            }
+            };
+            Op::Rotary { qkv, rotation }
         });
 
         for i in 0..cfg.num_layers {

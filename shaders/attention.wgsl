@@ -49,14 +49,16 @@ fn main(
     var m = NEG;
     var l = 0.0;
     var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
-    for (var k0 = 0u; k0 < len; k0 += BK) {
+    let first = wg.x * BQ;
+    let keys = key_range(first, min(first + BQ, p.seq_len) - 1u, len);
+    for (var k0 = keys.x; k0 < keys.y; k0 += BK) {
         workgroupBarrier(); // the previous tile is no longer read
         for (var e = t; e < BK * HD; e += 256u) {
             let key = k0 + e / HD;
             let d = e % HD;
             var kv = 0.0;
             var vv = 0.0;
-            if (key < len && d < hd) {
+            if (key < keys.y && d < hd) {
                 let o = (base + key) * ld + h * hd + d;
                 kv = qkv[o + p.hidden];
                 vv = qkv[o + 2u * p.hidden];
@@ -65,7 +67,7 @@ fn main(
             vs[e] = OP(vv);
         }
         workgroupBarrier();
-        let valid = k0 + lane < len;
+        let valid = k0 + lane < keys.y && in_window(wg.x * BQ + qi, k0 + lane);
         var s = NEG;
         if (valid) {
             // Dimensions past hd are zeros in both tiles, so 4 at a time is exact.

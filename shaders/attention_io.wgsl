@@ -9,6 +9,22 @@
 @group(0) @binding(6) var<storage, read> pos_query: array<f32>;
 @group(0) @binding(7) var<storage, read> rel_index: array<f32>;
 
+// The keys [lo, hi) that query rows first..last see: all of the sequence's, or those within
+// a sliding window of one of them.
+fn key_range(first: u32, last: u32, len: u32) -> vec2<u32> {
+    if (p.has_window == 0u) {
+        return vec2<u32>(0u, len);
+    }
+    let lo = min(first - min(first, p.window), len);
+    let hi = min(last + min(p.window, len) + 1u, len);
+    return vec2<u32>(lo, max(lo, hi));
+}
+
+// Whether query `row` sees key `key` (inside its window, if any).
+fn in_window(row: u32, key: u32) -> bool {
+    return p.has_window == 0u || max(row, key) - min(row, key) <= p.window;
+}
+
 // DeBERTa's content-to-position and position-to-content terms of query `row` (its q at
 // qkv[q0..]) and key `key` (its k at qkv[k0..]), before the scale.
 fn relative_terms(h: u32, row: u32, key: u32, q0: u32, k0: u32) -> f32 {

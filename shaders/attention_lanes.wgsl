@@ -24,7 +24,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     var m = NEG;
     var l = 0.0;
-    for (var j = 0u; j < len; j++) {
+    let keys = key_range(row, row, len);
+    for (var j = keys.x; j < keys.y; j++) {
         let k0 = (base + j) * ld + p.hidden + h * hd;
         var dot = 0.0;
         for (var d = 0u; d < hd; d++) {

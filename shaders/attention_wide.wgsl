@@ -21,6 +21,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, lanes: Lanes) {
     }
     workgroupBarrier();
     var m = -3.0e38;
+    let keys = key_range(i, i, len);
     for (var j = t; j < len; j += WG) {
         let k0 = (b * p.seq_len + j) * ld + p.hidden + h * p.head_dim;
         var s = 0.0;
@@ -29,13 +30,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, lanes: Lanes) {
         }
         s += relative_terms(h, i, j, q0, k0);
         s = s * p.scale + score_bias(h, i, j);
+        if (j < keys.x || j >= keys.y) {
+            s = -3.0e38;
+        }
         scores[j] = s;
         m = max(m, s);
     }
     m = reduce_max(lanes, m);
     var sum = 0.0;
     for (var j = t; j < len; j += WG) {
-        let e = exp(scores[j] - m);
+        let e = select(0.0, exp(scores[j] - m), j >= keys.x && j < keys.y);
         scores[j] = e;
         sum += e;
     }

@@ -440,6 +440,31 @@ fn deberta_v3_qa() {
     check("deberta-v3-qa");
 }
 
+#[test]
+fn modernbert_mlm_hub_config_keys() {
+    check("modernbert-mlm");
+}
+
+#[test]
+fn modernbert_seqcls_past_512_tokens() {
+    check("modernbert-seqcls");
+}
+
+#[test]
+fn modernbert_seqcls_mean_pooling() {
+    check("modernbert-seqcls-mean");
+}
+
+#[test]
+fn modernbert_tokcls_every_bias() {
+    check("modernbert-tokcls");
+}
+
+#[test]
+fn modernbert_qa() {
+    check("modernbert-qa");
+}
+
 /// Every folder under tests/tiny has a test above (a new folder cannot go unchecked).
 #[test]
 fn every_tiny_folder_is_tested() {
@@ -472,6 +497,11 @@ fn every_tiny_folder_is_tested() {
             "electra-seqcls",
             "jina-v2-6heads",
             "jina-v2-base",
+            "modernbert-mlm",
+            "modernbert-qa",
+            "modernbert-seqcls",
+            "modernbert-seqcls-mean",
+            "modernbert-tokcls",
             "mpnet-base-st",
             "mpnet-mlm",
             "mpnet-qa",

@@ -285,7 +285,8 @@ fn family_supported(dir: &Path) -> bool {
 }
 
 /// The families whose attention adds a position term (MPNet's relative buckets, Jina's
-/// ALiBi with its gated MLP, DeBERTa's disentangled c2p and p2c) and ALBERT's shared layer,
+/// ALiBi with its gated MLP, DeBERTa's disentangled c2p and p2c, rotary positions, ModernBERT's
+/// sliding windows past 512 tokens) and ALBERT's shared layer,
 /// on their golden inputs (the long ones reach distances past MPNet's 128 and DeBERTa's
 /// buckets, and every padded batch row), in one padded batch, with the tiled and the
 /// per-row attention kernels: within 1e-3 of the CPU.
@@ -302,6 +303,10 @@ fn position_term_and_shared_layer_families_match_cpu() {
         "roformer-seqcls",
         "roformer-mlm",
         "deberta-v3-qa",
+        "modernbert-seqcls",
+        "modernbert-seqcls-mean",
+        "modernbert-tokcls",
+        "modernbert-mlm",
     ] {
         let dir = root().join("tests/tiny").join(name);
         let g: serde_json::Value =
@@ -315,7 +320,13 @@ fn position_term_and_shared_layer_families_match_cpu() {
         let encs: Vec<_> = (inputs.iter())
             .map(|(t, p)| cpu.encode(t, *p, None).unwrap())
             .collect();
-        assert!(encs.iter().any(|e| e.len() > 130) || name.starts_with("albert"));
+        // Past MPNet's 128 and DeBERTa's buckets; past ModernBERT's window of 8 either side.
+        let long = match name {
+            n if n.starts_with("albert") => 0,
+            "modernbert-tokcls" => 60,
+            _ => 130,
+        };
+        assert!(encs.iter().any(|e| e.len() > long), "{name}: no long input");
         let want = block_on(cpu.run(&encs, Want::Both, &[])).unwrap();
         for lanes in [false, true] {
             let kernels = KernelOptions {

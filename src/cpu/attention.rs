@@ -66,9 +66,25 @@ pub struct Relative<'a> {
 pub struct Terms<'a> {
     pub bias: Option<Bias<'a>>,
     pub relative: Option<Relative<'a>>,
+    /// A sliding window: query `i` sees keys with `|i - j| <= window` only.
+    pub window: Option<usize>,
 }
 
-/// `qkv`: `[b*l, 3h]`; `out`: `[b*l, h]`; `lens[s]`: real tokens of sequence `s`.
+/// Query rows whose scores exist at once: scratch is `QUERY_BLOCK` rows of scores per
+/// worker, whatever the sequence's length.
+pub const QUERY_BLOCK: usize = 64;
+
+/// Bytes of attention scratch one worker may hold for sequences of `seq_len` tokens, heads
+/// of `head_dim` (scores of one query block; keys, values and their packing).
+pub fn scratch_bytes(seq_len: usize, head_dim: usize) -> u64 {
+    let scores = QUERY_BLOCK.min(seq_len) as u64 * seq_len as u64;
+    let panels = 2 * (seq_len as u64 + 32) * head_dim as u64;
+    4 * (scores + panels + QUERY_BLOCK as u64 * head_dim as u64 + seq_len as u64)
+}
+
+/// `qkv`: `[b*l, 3h]`; `out`: `[b*l, h]`; `lens[s]`: real tokens of sequence `s`. Queries
+/// run in blocks of [`QUERY_BLOCK`] rows; with a `window`, a block packs and scores only
+/// the keys some of its queries see.
 pub fn attention(
     kern: &Kernel,
     qkv: &[f32],
@@ -78,7 +94,11 @@ pub fn attention(
     terms: Terms,
     scratch: &AttentionScratch,
 ) {
-    let Terms { bias, relative } = terms;
+    let Terms {
+        bias,
+        relative,
+        window,
+    } = terms;
     let Shape {
         seq_len,
         heads,
@@ -104,87 +124,127 @@ pub fn attention(
                 std::slice::from_raw_parts_mut(out.get().add((seq * seq_len + r) * h + q), head_dim)
             }
         };
-        if len == 0 {
-            (0..seq_len).for_each(|r| out_at(r).fill(0.0));
-            return;
-        }
         let mut guard = scratch.0[worker].lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut *guard;
         let (k, v) = (h + q, 2 * h + q);
-        s.keys.repack_nk(kern, len, head_dim, &rows[k..], ld);
-        s.values.repack_kn(kern, head_dim, len, &rows[v..], ld);
-        s.scores.resize(seq_len * len, 0.0);
-        s.inv_sums.resize(seq_len, 0.0);
-        gemm(
-            kern,
-            seq_len,
-            &rows[q..],
-            ld,
-            &s.keys,
-            &mut s.scores,
-            len,
-            false,
-            &mut s.a_pack,
-        );
-        if let Some(rel) = relative {
-            add_relative(kern, s, rows, len, ld, (q, h + q, head_dim), &rel);
-        }
-        let scale = match bias {
-            // Scaled, then biased, as the references add the bias: softmax gets scale 1.
-            Some(b) => {
-                let table = &b.table[head * width..(head + 1) * width];
-                for (r, row) in s.scores.chunks_exact_mut(len).enumerate() {
-                    let from = &table[b.center - r..b.center - r + len];
-                    row.iter_mut()
-                        .zip(from)
-                        .for_each(|(x, t)| *x = *x * scale + t);
-                }
-                1.0
+        let mut packed: Option<(usize, usize)> = None;
+        for r0 in (0..seq_len).step_by(QUERY_BLOCK) {
+            let r1 = (r0 + QUERY_BLOCK).min(seq_len);
+            // The keys some query of the block sees.
+            let (lo, hi) = match window {
+                Some(w) => (r0.saturating_sub(w).min(len), (r1 - 1 + w + 1).min(len)),
+                None => (0, len),
+            };
+            if lo >= hi {
+                (r0..r1).for_each(|r| out_at(r).fill(0.0));
+                continue;
             }
-            None => scale,
-        };
-        // SAFETY: `ops` belongs to `kern`, which was checked to run on this CPU.
-        unsafe { (kern.ops.softmax)(&mut s.scores, len, scale, &mut s.inv_sums) };
-        let first = SharedMut(out.get().wrapping_add(seq * seq_len * h + q));
-        let c_len = (seq_len - 1) * h + head_dim;
-        // SAFETY: the seq_len rows of head_dim columns from `first` are this task's alone.
-        unsafe {
-            gemm_shared(
+            let keys = hi - lo;
+            if packed != Some((lo, hi)) {
+                s.keys
+                    .repack_nk(kern, keys, head_dim, &rows[lo * ld + k..], ld);
+                s.values
+                    .repack_kn(kern, head_dim, keys, &rows[lo * ld + v..], ld);
+                packed = Some((lo, hi));
+            }
+            let m = r1 - r0;
+            s.scores.resize(m * keys, 0.0);
+            s.inv_sums.resize(m, 0.0);
+            let a = &rows[r0 * ld + q..];
+            gemm(
                 kern,
-                seq_len,
-                &s.scores,
-                len,
-                &s.values,
-                (first, c_len),
-                h,
+                m,
+                a,
+                ld,
+                &s.keys,
+                &mut s.scores,
+                keys,
                 false,
                 &mut s.a_pack,
-            )
-        };
-        for (r, inv) in s.inv_sums.iter().enumerate() {
-            out_at(r).iter_mut().for_each(|x| *x *= inv);
+            );
+            if let Some(rel) = relative {
+                let block = Block { r0, r1, lo, hi };
+                add_relative(kern, s, rows, block, ld, (q, h + q, head_dim), &rel);
+            }
+            let scale = match bias {
+                // Scaled, then biased, as the references add the bias: softmax gets scale 1.
+                Some(b) => {
+                    let table = &b.table[head * width..(head + 1) * width];
+                    for (i, row) in s.scores.chunks_exact_mut(keys).enumerate() {
+                        let at = b.center - (r0 + i) + lo;
+                        row.iter_mut()
+                            .zip(&table[at..at + keys])
+                            .for_each(|(x, t)| *x = *x * scale + t);
+                    }
+                    1.0
+                }
+                None => scale,
+            };
+            if let Some(w) = window {
+                // Corners of the block outside the window: far below any score, finite so
+                // that a padding row with no key in reach gets no NaN.
+                for (i, row) in s.scores.chunks_exact_mut(keys).enumerate() {
+                    let r = r0 + i;
+                    for (j, x) in row.iter_mut().enumerate() {
+                        if (lo + j).abs_diff(r) > w {
+                            *x = -1.0e30;
+                        }
+                    }
+                }
+            }
+            // SAFETY: `ops` belongs to `kern`, which was checked to run on this CPU.
+            unsafe { (kern.ops.softmax)(&mut s.scores, keys, scale, &mut s.inv_sums) };
+            let first = SharedMut(out.get().wrapping_add((seq * seq_len + r0) * h + q));
+            let c_len = (m - 1) * h + head_dim;
+            // SAFETY: the m rows of head_dim columns from `first` are this task's alone.
+            unsafe {
+                gemm_shared(
+                    kern,
+                    m,
+                    &s.scores,
+                    keys,
+                    &s.values,
+                    (first, c_len),
+                    h,
+                    false,
+                    &mut s.a_pack,
+                )
+            };
+            for (i, inv) in s.inv_sums.iter().enumerate() {
+                out_at(r0 + i).iter_mut().for_each(|x| *x *= inv);
+            }
         }
     });
 }
 
-/// Adds DeBERTa's `q_i · pos_key[r] + k_j · pos_query[r]` to each score of one (sequence,
-/// head), `r` the row of distance `i - j`: both products as GEMMs over the rows that the
-/// distances of this sequence reach (the index rises with the distance), then gathered.
+/// The query rows `r0..r1` and key rows `lo..hi` of one block of scores.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    r0: usize,
+    r1: usize,
+    lo: usize,
+    hi: usize,
+}
+
+/// Adds DeBERTa's `q_i · pos_key[r] + k_j · pos_query[r]` to each score of one block of a
+/// (sequence, head), `r` the row of distance `i - j`: both products as GEMMs over the rows
+/// that the block's distances reach (the index rises with the distance), then gathered.
 /// `cols`: the head's query and key columns in the `ld`-wide rows, and its width.
 fn add_relative(
     kern: &Kernel,
     s: &mut HeadScratch,
     rows: &[f32],
-    len: usize,
+    block: Block,
     ld: usize,
     cols: (usize, usize, usize),
     rel: &Relative,
 ) {
     let (q, k, d) = cols;
+    let Block { r0, r1, lo, hi } = block;
     let hidden = ld / 3;
-    let seq_len = s.scores.len() / len;
-    let r0 = rel.index[rel.center + 1 - len] as usize;
-    let n = rel.index[rel.center + seq_len - 1] as usize + 1 - r0;
+    let (m, keys) = (r1 - r0, hi - lo);
+    let first = rel.index[rel.center + r0 + 1 - hi] as usize;
+    let n = rel.index[rel.center + r1 - 1 - lo] as usize + 1 - first;
     let HeadScratch {
         scores,
         positions,
@@ -194,28 +254,20 @@ fn add_relative(
         ..
     } = s;
     if let Some(pk) = rel.pos_key {
-        positions.repack_nk(kern, n, d, &pk[r0 * hidden + q..], hidden);
-        c2p.resize(seq_len * n, 0.0);
-        gemm(
-            kern,
-            seq_len,
-            &rows[q..],
-            ld,
-            positions,
-            c2p,
-            n,
-            false,
-            a_pack,
-        );
+        positions.repack_nk(kern, n, d, &pk[first * hidden + q..], hidden);
+        c2p.resize(m * n, 0.0);
+        let a = &rows[r0 * ld + q..];
+        gemm(kern, m, a, ld, positions, c2p, n, false, a_pack);
     }
     if let Some(pq) = rel.pos_query {
-        positions.repack_nk(kern, n, d, &pq[r0 * hidden + q..], hidden);
-        p2c.resize(len * n, 0.0);
-        gemm(kern, len, &rows[k..], ld, positions, p2c, n, false, a_pack);
+        positions.repack_nk(kern, n, d, &pq[first * hidden + q..], hidden);
+        p2c.resize(keys * n, 0.0);
+        let a = &rows[lo * ld + k..];
+        gemm(kern, keys, a, ld, positions, p2c, n, false, a_pack);
     }
-    for (i, row) in scores.chunks_exact_mut(len).enumerate() {
+    for (i, row) in scores.chunks_exact_mut(keys).enumerate() {
         for (j, score) in row.iter_mut().enumerate() {
-            let r = rel.index[rel.center + i - j] as usize - r0;
+            let r = rel.index[rel.center + r0 + i - (lo + j)] as usize - first;
             if rel.pos_key.is_some() {
                 *score += c2p[i * n + r];
             }

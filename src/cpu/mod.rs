@@ -193,13 +193,21 @@ impl CpuExecutor {
     fn op_kind(&self, i: usize) -> String {
         match &self.plan.ops[i] {
             Op::Embeddings { .. } => "embeddings".into(),
-            Op::Attention { bias, relative, .. } => match (bias, relative) {
-                (Some(_), _) => "attention + distance bias".into(),
-                (_, Some(_)) => "attention + disentangled terms".into(),
+            Op::Attention {
+                bias,
+                relative,
+                window,
+                ..
+            } => match (bias, relative, window) {
+                (Some(_), ..) => "attention + distance bias".into(),
+                (_, Some(_), _) => "attention + disentangled terms".into(),
+                (.., Some(_)) => "attention, sliding window".into(),
                 _ => "attention".into(),
             },
             Op::Gate { act, .. } => format!("gate {act:?}"),
             Op::Rotary { .. } => "rotary".into(),
+            Op::Norm { .. } => "layer norm".into(),
+            Op::MeanPool { .. } => "mean pool".into(),
             Op::Gather { .. } => "gather".into(),
             Op::Linear {
                 linear, act, norm, ..
@@ -251,11 +259,15 @@ impl CpuExecutor {
         let lens: Option<Vec<usize>> = (self.plan.buffers.iter())
             .map(|spec| dims.rows(spec.rows).checked_mul(spec.cols))
             .collect();
-        let hidden =
-            dims.rows(crate::model::Rows::Tokens) as u64 * self.plan.config.hidden_size as u64;
+        let cfg = &self.plan.config;
+        let hidden = dims.rows(crate::model::Rows::Tokens) as u64 * cfg.hidden_size as u64;
+        let scratch = attention::scratch_bytes(dims.seq_len, cfg.head_dim())
+            .checked_mul(pool::threads().min(pool::MAX_WORKERS) as u64);
         let total = (lens.as_ref())
             .and_then(|l| l.iter().try_fold(hidden, |s, &n| s.checked_add(n as u64)))
-            .and_then(|n| n.checked_mul(4));
+            .and_then(|n| n.checked_mul(4))
+            .zip(scratch)
+            .and_then(|(n, s)| n.checked_add(s));
         let what = || {
             format!(
                 "the activations of a batch of {} sequences of {} tokens",
@@ -363,6 +375,7 @@ impl CpuExecutor {
                 scale,
                 bias,
                 relative,
+                window,
             } => {
                 let mut dst = std::mem::take(&mut self.bufs[out.0]);
                 let table =
@@ -384,7 +397,11 @@ impl CpuExecutor {
                     center: b.center,
                 });
                 let (qkv, lens) = (&self.bufs[qkv.0], &batch.lens);
-                let terms = attention::Terms { bias, relative };
+                let terms = attention::Terms {
+                    bias,
+                    relative,
+                    window,
+                };
                 attention(self.kernel, qkv, &mut dst, lens, shape, terms, &self.attn);
                 self.bufs[out.0] = dst;
             }
@@ -409,6 +426,33 @@ impl CpuExecutor {
                 parallel_epilogue(self.kernel, &mut dst, &epilogue);
                 for (row, gate_up) in dst.chunks_exact_mut(n).zip(src.chunks_exact(2 * n)) {
                     row.iter_mut().zip(&gate_up[n..]).for_each(|(o, u)| *o *= u);
+                }
+                self.bufs[out.0] = dst;
+            }
+            Op::Norm { x, norm, out } => {
+                let mut dst = std::mem::take(&mut self.bufs[out.0]);
+                if x != out {
+                    dst.copy_from_slice(&self.bufs[x.0]);
+                }
+                let (w, cols) = (&self.weights, plan.buffers[out.0].cols);
+                let (gamma, beta) = (&w[norm.gamma.0].data, &w[norm.beta.0].data);
+                for row in dst.chunks_exact_mut(cols) {
+                    // SAFETY: the row ops belong to the kernel selected for this CPU.
+                    unsafe { (self.kernel.ops.layer_norm)(row, gamma, beta, norm.eps) };
+                }
+                self.bufs[out.0] = dst;
+            }
+            Op::MeanPool { x, out } => {
+                let mut dst = std::mem::take(&mut self.bufs[out.0]);
+                let cols = plan.buffers[out.0].cols;
+                let (src, l) = (&self.bufs[x.0], batch.seq_len);
+                for (s, (row, &len)) in dst.chunks_exact_mut(cols).zip(&batch.lens).enumerate() {
+                    row.fill(0.0);
+                    for t in src[s * l * cols..].chunks_exact(cols).take(len) {
+                        row.iter_mut().zip(t).for_each(|(o, x)| *o += x);
+                    }
+                    let inv = 1.0 / len.max(1) as f32;
+                    row.iter_mut().for_each(|o| *o *= inv);
                 }
                 self.bufs[out.0] = dst;
             }

@@ -6,7 +6,7 @@ use super::context::KernelChoice;
 use super::packed::Packed;
 use super::params::{
     act_code, AttentionParams, EmbeddingsParams, GateParams, GatherParams, GemmParams,
-    GemmReduceParams, LayerNormParams, Q8Params, RotaryParams,
+    GemmReduceParams, LayerNormParams, Q8Params, RotaryParams, RowsParams,
 };
 use super::pipelines::{GemmPlan, GemmWeights, Kernel, Pipelines};
 use super::tune::{self, GemmKey, Tuned};
@@ -517,6 +517,30 @@ impl Builder<'_> {
         self.bind_all(rec)
     }
 
+    /// `rows` rows of `cols` of `out` from `x`: copied (`mean` 0) or, per sequence, the mean
+    /// of its real token rows (`mean` 1).
+    #[allow(clippy::too_many_arguments)]
+    fn rows_op(
+        &self,
+        rec: &mut Recorder,
+        x: &wgpu::Buffer,
+        inputs: &BucketInputs,
+        out: &wgpu::Buffer,
+        rows: usize,
+        cols: usize,
+        dims: Dims,
+        mean: u32,
+    ) {
+        let params = RowsParams {
+            rows: rows as u32,
+            cols: cols as u32,
+            seq_len: dims.seq_len as u32,
+            mean,
+        };
+        let buffers = [x, &inputs.lens, out];
+        rec.push(Kernel::Rows, params, &buffers, per_element(rows * cols));
+    }
+
     /// In-place LayerNorm of `rows` rows of `dim` values of `x`.
     fn layer_norm(
         &self,
@@ -648,6 +672,7 @@ impl Builder<'_> {
                 scale,
                 bias,
                 relative,
+                window,
             } => {
                 let params = AttentionParams {
                     seq_len: dims.seq_len as u32,
@@ -660,6 +685,8 @@ impl Builder<'_> {
                     rel_center: relative.map_or(0, |r| r.center) as u32,
                     has_c2p: relative.is_some_and(|r| r.pos_key.is_some()) as u32,
                     has_p2c: relative.is_some_and(|r| r.pos_query.is_some()) as u32,
+                    has_window: window.is_some() as u32,
+                    window: window.unwrap_or(0).min(u32::MAX as usize) as u32,
                 };
                 let kernel = Kernel::attention(self.choice, head_dim);
                 let query_blocks = match kernel {
@@ -712,6 +739,37 @@ impl Builder<'_> {
                     params,
                     &buffers,
                     per_element(rows * spec.cols),
+                );
+            }
+            Op::Norm { x, norm, out } => {
+                let spec = &plan.buffers[out.0];
+                let rows = dims.rows(spec.rows);
+                if x != out {
+                    self.rows_op(
+                        rec,
+                        &acts[x.0],
+                        inputs,
+                        &acts[out.0],
+                        rows,
+                        spec.cols,
+                        dims,
+                        0,
+                    );
+                }
+                self.layer_norm(rec, norm, rows, spec.cols, &acts[out.0]);
+            }
+            Op::MeanPool { x, out } => {
+                let spec = &plan.buffers[out.0];
+                let rows = dims.rows(spec.rows);
+                self.rows_op(
+                    rec,
+                    &acts[x.0],
+                    inputs,
+                    &acts[out.0],
+                    rows,
+                    spec.cols,
+                    dims,
+                    1,
                 );
             }
             Op::Gather { x, out } => {

@@ -57,7 +57,7 @@ async fn refused<T>(
     (out, why)
 }
 
-/// Longest sequence the attention shader handles (its workgroup score buffer).
+/// Longest sequence the wide-head attention shader handles (its workgroup score buffer).
 const MAX_SEQ: usize = 512;
 /// Widest head the attention shaders handle.
 const MAX_HEAD_DIM: usize = 256;
@@ -242,11 +242,13 @@ impl GpuExecutor {
     /// Whether a batch of `dims` can run here: an `UnsupportedShape` error says why not, and
     /// leaves the device usable for other calls.
     pub fn supports(&self, dims: Dims) -> Result<()> {
-        if dims.seq_len > MAX_SEQ {
+        // Only the wide-head shader keeps a row of scores; the tiled ones stream the keys.
+        let head_dim = self.plan.config.head_dim();
+        if head_dim > TILED_HEAD_DIM && dims.seq_len > MAX_SEQ {
             return Err(Error::gpu(
                 GpuErrorKind::UnsupportedShape,
                 format!(
-                    "sequence of {} tokens exceeds the attention shader's {MAX_SEQ}",
+                    "sequence of {} tokens exceeds the {MAX_SEQ} of the attention shader for heads of {head_dim}",
                     dims.seq_len
                 ),
             ));

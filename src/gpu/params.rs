@@ -109,6 +109,9 @@ uniforms! {
         rel_center: u32,
         has_c2p: u32,
         has_p2c: u32,
+        /// A sliding window: query `i` sees keys with `|i - j| <= window` (`has_window` 1).
+        has_window: u32,
+        window: u32,
     }
     /// Rotary positions: `rows` token rows of `seq_len` per sequence; `parts` of Q, K, V.
     RotaryParams {
@@ -125,6 +128,13 @@ uniforms! {
         rows: u32,
         cols: u32,
         act: u32,
+    }
+    /// `mean` 0: `out[r] = x[r]`; 1: `out[s]` = the mean of sequence `s`'s real rows.
+    RowsParams {
+        rows: u32,
+        cols: u32,
+        seq_len: u32,
+        mean: u32,
     }
     /// `out[r] = x[rows[r] - lo]` for `rows[r]` in `[lo, hi)`.
     GatherParams {

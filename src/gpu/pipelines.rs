@@ -3,7 +3,7 @@
 use super::context::KernelChoice;
 use super::params::{
     self, AttentionParams, EmbeddingsParams, GateParams, GatherParams, GemmParams,
-    GemmReduceParams, LayerNormParams, Q8Params, RotaryParams,
+    GemmReduceParams, LayerNormParams, Q8Params, RotaryParams, RowsParams,
 };
 use crate::error::{Error, GpuErrorKind, Result};
 
@@ -45,6 +45,8 @@ pub enum Kernel {
     /// Rotary positions on Q and K (and V).
     Rotary,
     Gather,
+    /// Row copies (a pre-norm's input kept) and per-sequence means of token rows.
+    Rows,
     /// GEMMs on packed low-bit weights (`packed.rs`): q4 and q8 unpacked to f32 on load, and
     /// q8 with integer dot products on activations quantized by `Q8Range` + `Q8Quantize`.
     GemmQ4(Tile),
@@ -102,6 +104,7 @@ impl Kernel {
             Kernel::Gate => "gate",
             Kernel::Rotary => "rotary",
             Kernel::Gather => "gather",
+            Kernel::Rows => "rows",
             Kernel::GemmQ4(_) => "gemm_q4",
             Kernel::GemmQ8(_) => "gemm_q8",
             Kernel::GemmQ8Int(_) => "gemm_q8_int",
@@ -114,7 +117,7 @@ impl Kernel {
         matches!(self, Kernel::GemmQ8Int(_))
     }
 
-    const ALL: [Kernel; 26] = [
+    const ALL: [Kernel; 27] = [
         Kernel::Embeddings,
         Kernel::Gemm(Tile::Tall),
         Kernel::Gemm(Tile::Short),
@@ -133,6 +136,7 @@ impl Kernel {
         Kernel::Gate,
         Kernel::Rotary,
         Kernel::Gather,
+        Kernel::Rows,
         Kernel::GemmQ4(Tile::Tall),
         Kernel::GemmQ4(Tile::Short),
         Kernel::GemmQ8(Tile::Tall),
@@ -207,6 +211,7 @@ impl Kernel {
             Kernel::Gate => GateParams::wgsl(),
             Kernel::Rotary => RotaryParams::wgsl(),
             Kernel::Gather => GatherParams::wgsl(),
+            Kernel::Rows => RowsParams::wgsl(),
             Kernel::Q8Range | Kernel::Q8Quantize => Q8Params::wgsl(),
         }
     }
@@ -285,6 +290,7 @@ impl Kernel {
             Kernel::Gate => (&[ACTIVATION], include_str!("../../shaders/gate.wgsl")),
             Kernel::Rotary => (&[], include_str!("../../shaders/rotary.wgsl")),
             Kernel::Gather => (&[], include_str!("../../shaders/gather.wgsl")),
+            Kernel::Rows => (&[], include_str!("../../shaders/rows.wgsl")),
             Kernel::GemmQ4(_) => (
                 &[
                     ACTIVATION,

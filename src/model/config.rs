@@ -1,7 +1,7 @@
 //! The Hugging Face `config.json`, normalised across BERT-family model types.
 
 pub use super::family::ModelType;
-use super::family::{self, DistanceBias, Mlp, Positions};
+use super::family::{self, DistanceBias, Mlp, Positions, Rotary};
 use crate::error::{Error, Result};
 use serde_json::Value;
 
@@ -91,6 +91,17 @@ pub struct RotaryConfig {
     pub interleaved: bool,
     /// V is rotated as well.
     pub value: bool,
+    /// The base of sliding-window layers, where it differs (ModernBERT's local layers).
+    pub local_theta: Option<f64>,
+    /// Positions are multiplied by this before turning (`rope_type: linear`: 1 / factor).
+    pub position_scale: f64,
+}
+
+/// What the sequence head pools (ModernBERT's `classifier_pooling`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadPooling {
+    First,
+    Mean,
 }
 
 /// DeBERTa's relative attention settings (`relative_attention: true`).
@@ -138,6 +149,12 @@ pub struct ModelConfig {
     /// DeBERTa's disentangled attention, where the config turns it on.
     pub disentangled: Option<DisentangledConfig>,
     pub rotary: Option<RotaryConfig>,
+    /// Per layer: how far a query sees (`|i - j| <= w`) in a sliding-window layer; empty
+    /// where every layer attends globally.
+    pub windows: Vec<Option<usize>>,
+    /// Modules (family templates or head names) without a bias.
+    pub unbiased: Vec<&'static str>,
+    pub head_pooling: HeadPooling,
     /// The pooled classification head's activation where the config chooses it.
     pub pooler_act: Option<Activation>,
     pub id2label: Vec<String>,
@@ -220,6 +237,7 @@ impl ModelConfig {
         }
         let gate_act = match fam.mlp {
             Mlp::Plain => None,
+            Mlp::GatedHiddenAct => Some(Activation::parse(file, &act_name)?),
             Mlp::Gated { kind_key } => {
                 let kind = text_of(kind_key)
                     .ok_or_else(|| Error::config(file, format!("missing `{kind_key}`")))?;
@@ -287,7 +305,7 @@ impl ModelConfig {
                 }
             },
             layer_norm_eps: obj
-                .get("layer_norm_eps")
+                .get(keys.norm_eps)
                 .and_then(Value::as_f64)
                 .unwrap_or(fam.default_norm_eps) as f32,
             pad_token_id,
@@ -296,6 +314,9 @@ impl ModelConfig {
             relative_buckets,
             disentangled,
             rotary: None,
+            windows: Vec::new(),
+            unbiased: unbiased(fam, obj),
+            head_pooling: head_pooling(file, fam, obj)?,
             pooler_act,
             id2label: parse_labels(file, obj.get("id2label"))?,
             multi_label: obj.get("problem_type").and_then(Value::as_str)
@@ -321,16 +342,9 @@ impl ModelConfig {
                     ),
                 ));
             }
-            let value = r
-                .value_key
-                .and_then(|k| obj.get(k))
-                .and_then(Value::as_bool);
-            cfg.rotary = Some(RotaryConfig {
-                dim: cfg.head_dim(),
-                theta: r.theta,
-                interleaved: r.interleaved,
-                value: value == Some(true),
-            });
+            let (rotary, windows) = rotary(file, obj, &r, cfg.head_dim(), cfg.num_layers)?;
+            cfg.rotary = Some(rotary);
+            cfg.windows = windows;
         }
         if cfg.max_position_embeddings <= cfg.position_offset.saturating_add(2) {
             return Err(Error::config(file, "max_position_embeddings is too small"));
@@ -421,6 +435,16 @@ impl ModelConfig {
     /// The Hugging Face class name, e.g. `BertForSequenceClassification` or `BertModel`.
     pub fn architecture_name(&self) -> String {
         architecture_name(self.model_type, self.architecture)
+    }
+
+    /// Whether module `name` (a layer's, with its index, or a head's) has a bias.
+    pub fn biased(&self, name: &str) -> bool {
+        !(self.unbiased.iter()).any(|t| family::matches_template(t, name))
+    }
+
+    /// How far a query of layer `i` sees, where that layer attends within a window.
+    pub fn window(&self, i: usize) -> Option<usize> {
+        self.windows.get(i).copied().flatten()
     }
 
     pub fn head_dim(&self) -> usize {
@@ -541,6 +565,149 @@ fn disentangled(
             .split('|')
             .any(|n| n.trim().eq_ignore_ascii_case("layer_norm")),
     }))
+}
+
+/// The family's unbiased modules and those its config switches off.
+fn unbiased(fam: &family::Family, obj: &serde_json::Map<String, Value>) -> Vec<&'static str> {
+    let switched = fam
+        .bias_switches
+        .iter()
+        .filter(|b| !obj.get(b.key).and_then(Value::as_bool).unwrap_or(b.default));
+    let switched = switched.flat_map(|b| b.modules.iter().copied());
+    fam.unbiased.iter().copied().chain(switched).collect()
+}
+
+fn head_pooling(
+    file: &str,
+    fam: &family::Family,
+    obj: &serde_json::Map<String, Value>,
+) -> Result<HeadPooling> {
+    let key = fam.head_transform.map(|t| t.pooling_key);
+    match key.and_then(|k| obj.get(k)).and_then(Value::as_str) {
+        None | Some("cls") => Ok(HeadPooling::First),
+        Some("mean") => Ok(HeadPooling::Mean),
+        Some(other) => Err(Error::config(
+            file,
+            format!(
+                "{} `{other}` is not supported; supported: cls, mean",
+                key.unwrap_or_default()
+            ),
+        )),
+    }
+}
+
+/// The rotary settings of a config, and the window of each layer where some attend locally.
+/// Bases come from transformers 5's `rope_parameters` (flat, or per layer type), else the
+/// family's keys; scaling other than `linear` is refused by name.
+fn rotary(
+    file: &str,
+    obj: &serde_json::Map<String, Value>,
+    r: &Rotary,
+    head_dim: usize,
+    layers: usize,
+) -> Result<(RotaryConfig, Vec<Option<usize>>)> {
+    let params = obj
+        .get("rope_parameters")
+        .or_else(|| obj.get("rope_scaling"))
+        .filter(|v| v.is_object());
+    let (global, local) = match params {
+        Some(p) if p.get("full_attention").is_some() || p.get("sliding_attention").is_some() => {
+            (p.get("full_attention"), p.get("sliding_attention"))
+        }
+        p => (p, p),
+    };
+    let f64_of = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_f64);
+    let key_f64 = |k: &str| obj.get(k).and_then(Value::as_f64);
+    let theta = f64_of(global, "rope_theta")
+        .or_else(|| r.theta_keys.iter().find_map(|k| key_f64(k)))
+        .unwrap_or(r.theta);
+    let mut position_scale = 1.0;
+    for p in [global, local].into_iter().flatten() {
+        let kind = (p.get("rope_type").or_else(|| p.get("type"))).and_then(Value::as_str);
+        match kind {
+            None | Some("default") => {}
+            Some("linear") => {
+                let factor = f64_of(Some(p), "factor")
+                    .filter(|f| *f > 0.0)
+                    .ok_or_else(|| {
+                        Error::config(file, "rope_type `linear` needs a positive `factor`")
+                    })?;
+                position_scale = 1.0 / factor;
+            }
+            Some(other) => {
+                return Err(Error::config(
+                    file,
+                    format!("rope_type `{other}` is not supported; supported: default, linear"),
+                ))
+            }
+        }
+    }
+    let fraction = f64_of(global, "partial_rotary_factor")
+        .or_else(|| key_f64("partial_rotary_factor"))
+        .unwrap_or(1.0);
+    let dim = ((head_dim as f64 * fraction) as usize) & !1;
+    if dim == 0 || dim > head_dim {
+        return Err(Error::config(
+            file,
+            format!("partial_rotary_factor {fraction} leaves no rotated dimensions"),
+        ));
+    }
+    let value = r
+        .value_key
+        .and_then(|k| obj.get(k))
+        .and_then(Value::as_bool);
+    let mut cfg = RotaryConfig {
+        dim,
+        theta,
+        interleaved: r.interleaved,
+        value: value == Some(true),
+        local_theta: None,
+        position_scale,
+    };
+    let Some(l) = r.local else {
+        return Ok((cfg, Vec::new()));
+    };
+    let size = |k: &str, default: usize| {
+        obj.get(k)
+            .and_then(Value::as_u64)
+            .map_or(default, |n| n as usize)
+    };
+    let half = size(l.window_key, l.default_window) / 2;
+    let windows = match obj.get("layer_types").and_then(Value::as_array) {
+        Some(kinds) => {
+            if kinds.len() != layers {
+                return Err(Error::config(
+                    file,
+                    format!("`layer_types` lists {} layers of {layers}", kinds.len()),
+                ));
+            }
+            let kind = |k: &Value| {
+                match k.as_str() {
+                Some("full_attention") => Ok(None),
+                Some("sliding_attention") => Ok(Some(half)),
+                _ => Err(Error::config(
+                    file,
+                    format!(
+                        "layer type {k} is not supported; supported: full_attention, sliding_attention"
+                    ),
+                )),
+            }
+            };
+            kinds.iter().map(kind).collect::<Result<Vec<_>>>()?
+        }
+        None => {
+            let every = size(l.every_key, l.default_every).max(1);
+            (0..layers)
+                .map(|i| (i % every != 0).then_some(half))
+                .collect()
+        }
+    };
+    cfg.local_theta = Some(
+        f64_of(local, "rope_theta")
+            .or_else(|| key_f64(l.theta_key))
+            .unwrap_or(l.theta),
+    );
+    Ok((cfg, windows))
 }
 
 fn parse_labels(file: &str, v: Option<&Value>) -> Result<Vec<String>> {

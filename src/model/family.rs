@@ -22,6 +22,8 @@ pub enum ModelType {
     JinaBert,
     /// RoFormer: BERT with interleaved rotary positions in place of a position table.
     RoFormer,
+    /// ModernBERT: pre-norm, rotary, GeGLU, alternating global and sliding-window attention.
+    ModernBert,
 }
 
 /// Where position ids start.
@@ -71,8 +73,48 @@ pub struct Rotary {
     /// Pairs `(2i, 2i + 1)` (RoFormer, GPT-J) rather than `(i, i + d/2)` (NeoX, rotate-half).
     pub interleaved: bool,
     pub theta: f64,
+    /// Config keys of the base, the first present read (`rope_parameters` as transformers 5
+    /// writes it is read before them).
+    pub theta_keys: &'static [&'static str],
     /// A config key that, when true, rotates V as well (RoFormer's `rotary_value`).
     pub value_key: Option<&'static str>,
+    pub local: Option<LocalAttention>,
+}
+
+/// Layers that attend within a sliding window, with a rotary base of their own (ModernBERT):
+/// transformers 5's `layer_types` (`sliding_attention`), else every layer whose index is not
+/// a multiple of `every_key`'s value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LocalAttention {
+    /// The whole window in tokens; a query sees keys up to half of it away.
+    pub window_key: &'static str,
+    pub default_window: usize,
+    pub every_key: &'static str,
+    pub default_every: usize,
+    pub theta_key: &'static str,
+    pub theta: f64,
+}
+
+/// Where each sub-block's LayerNorm sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NormPlacement {
+    /// `x = LN(x + f(x))` (BERT).
+    Post,
+    /// `x = x + f(LN(x))`, a last LN after the layers; layer 0's attention norm is absent
+    /// where `first_attn_norm` is false (ModernBERT).
+    Pre {
+        final_norm: &'static str,
+        first_attn_norm: bool,
+    },
+}
+
+/// A config key that switches the biases of some modules (templates as in
+/// [`LayerTemplates`], or head names) on or off.
+#[derive(Debug, Clone, Copy)]
+pub struct BiasSwitch {
+    pub key: &'static str,
+    pub default: bool,
+    pub modules: &'static [&'static str],
 }
 
 /// The feed-forward block.
@@ -83,6 +125,9 @@ pub enum Mlp {
     /// `ffn_in` yields `[gate | up]`: `ffn_out(act(gate) * up)`; the activation comes from
     /// the config key named here (`geglu`, `reglu`).
     Gated { kind_key: &'static str },
+    /// `ffn_in` yields `[input | gate]`: `ffn_out(act(input) * gate)` with the config's
+    /// hidden activation (ModernBERT's GeGLU).
+    GatedHiddenAct,
 }
 
 /// Keys of `config.json` for the common sizes; the first key present is read.
@@ -94,6 +139,7 @@ pub struct ConfigKeys {
     pub intermediate: &'static [&'static str],
     pub act: &'static str,
     pub default_act: &'static str,
+    pub norm_eps: &'static str,
 }
 
 const BERT_KEYS: ConfigKeys = ConfigKeys {
@@ -103,6 +149,7 @@ const BERT_KEYS: ConfigKeys = ConfigKeys {
     intermediate: &["intermediate_size"],
     act: "hidden_act",
     default_act: "gelu",
+    norm_eps: "layer_norm_eps",
 };
 
 /// Module names of the embeddings (`.weight` / `.bias` are appended).
@@ -133,6 +180,8 @@ const BERT_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
 #[derive(Debug, Clone, Copy)]
 pub struct LayerTemplates {
     pub qkv: [&'static str; 3],
+    /// Q, K and V as one `[3h, h]` module, Q rows first (`qkv` is then unused).
+    pub fused_qkv: Option<&'static str>,
     /// Q, K and V as one unbiased matrix whose rows run head by head (each head's Q, K, V
     /// rows in turn) with separate Q and V biases (DeBERTa v1); `qkv` is then unused.
     pub interleaved_qkv: Option<InterleavedQkv>,
@@ -157,6 +206,7 @@ const BERT_LAYER: LayerTemplates = LayerTemplates {
         "encoder.layer.{i}.attention.self.key",
         "encoder.layer.{i}.attention.self.value",
     ],
+    fused_qkv: None,
     interleaved_qkv: None,
     attn_out: "encoder.layer.{i}.attention.output.dense",
     attn_norm: "encoder.layer.{i}.attention.output.LayerNorm",
@@ -184,6 +234,18 @@ pub struct PooledHead {
     pub out: &'static str,
 }
 
+/// ModernBERT's prediction head: every task head starts with `norm(act(dense(x)))` (the
+/// sequence head after its pooling), then its own output projection.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadTransform {
+    pub dense: &'static str,
+    pub norm: &'static str,
+    /// The config key of the pooling of the sequence head (`cls` or `mean`).
+    pub pooling_key: &'static str,
+    /// The output projection of the token, span and sequence heads.
+    pub out: &'static str,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Family {
     pub model_type: ModelType,
@@ -205,14 +267,19 @@ pub struct Family {
     /// `position_biased_input`).
     pub positions_key: Option<&'static str>,
     pub default_norm_eps: f64,
+    pub norms: NormPlacement,
     pub embeddings: EmbeddingNames,
     pub layer: LayerTemplates,
     /// Modules of the layer templates that have no bias.
     pub unbiased: &'static [&'static str],
+    /// Biases the config switches (ModernBERT's `attention_bias`, `norm_bias`, ...); a norm
+    /// without a bias adds zeros.
+    pub bias_switches: &'static [BiasSwitch],
     pub mlp: Mlp,
     pub distance_bias: DistanceBias,
     pub rotary: Option<Rotary>,
     pub sequence_head: PooledHead,
+    pub head_transform: Option<HeadTransform>,
     /// The config key of the pooled head's activation where the config chooses it.
     pub pooler_act_key: Option<&'static str>,
     pub mlm: MlmNames,
@@ -245,9 +312,11 @@ const BERT: Family = Family {
     positions: Positions::FromZero,
     positions_key: None,
     default_norm_eps: 1e-12,
+    norms: NormPlacement::Post,
     embeddings: BERT_EMBEDDINGS,
     layer: BERT_LAYER,
     unbiased: &[],
+    bias_switches: &[],
     mlp: Mlp::Plain,
     distance_bias: DistanceBias::None,
     rotary: None,
@@ -256,6 +325,7 @@ const BERT: Family = Family {
         act: Activation::Tanh,
         out: "classifier",
     },
+    head_transform: None,
     pooler_act_key: None,
     mlm: BERT_MLM,
     mlm_legacy: None,
@@ -325,6 +395,7 @@ pub const FAMILIES: &[Family] = &[
             intermediate: &["hidden_dim"],
             act: "activation",
             default_act: "gelu",
+            norm_eps: "layer_norm_eps",
         },
         token_types: false,
         layer: LayerTemplates {
@@ -333,6 +404,7 @@ pub const FAMILIES: &[Family] = &[
                 "transformer.layer.{i}.attention.k_lin",
                 "transformer.layer.{i}.attention.v_lin",
             ],
+            fused_qkv: None,
             interleaved_qkv: None,
             attn_out: "transformer.layer.{i}.attention.out_lin",
             attn_norm: "transformer.layer.{i}.sa_layer_norm",
@@ -402,6 +474,7 @@ pub const FAMILIES: &[Family] = &[
                 "encoder.albert_layer_groups.0.albert_layers.0.attention.key",
                 "encoder.albert_layer_groups.0.albert_layers.0.attention.value",
             ],
+            fused_qkv: None,
             interleaved_qkv: None,
             attn_out: "encoder.albert_layer_groups.0.albert_layers.0.attention.dense",
             attn_norm: "encoder.albert_layer_groups.0.albert_layers.0.attention.LayerNorm",
@@ -541,12 +614,116 @@ pub const FAMILIES: &[Family] = &[
         rotary: Some(Rotary {
             interleaved: true,
             theta: 10000.0,
+            theta_keys: &[],
             value_key: Some("rotary_value"),
+            local: None,
         }),
         sequence_head: PooledHead {
             dense: "classifier.dense",
             act: Activation::Gelu,
             out: "classifier.out_proj",
+        },
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::ModernBert,
+        names: &["modernbert"],
+        class: "ModernBert",
+        prefix: "model",
+        keys: ConfigKeys {
+            act: "hidden_activation",
+            norm_eps: "norm_eps",
+            ..BERT_KEYS
+        },
+        token_types: false,
+        default_type_vocab_size: 0,
+        positions: Positions::None,
+        default_norm_eps: 1e-5,
+        norms: NormPlacement::Pre {
+            final_norm: "final_norm",
+            first_attn_norm: false,
+        },
+        embeddings: EmbeddingNames {
+            word: "embeddings.tok_embeddings",
+            norm: "embeddings.norm",
+            ..BERT_EMBEDDINGS
+        },
+        layer: LayerTemplates {
+            fused_qkv: Some("layers.{i}.attn.Wqkv"),
+            attn_out: "layers.{i}.attn.Wo",
+            attn_norm: "layers.{i}.attn_norm",
+            ffn_in: "layers.{i}.mlp.Wi",
+            ffn_out: "layers.{i}.mlp.Wo",
+            ffn_norm: "layers.{i}.mlp_norm",
+            ..BERT_LAYER
+        },
+        bias_switches: &[
+            BiasSwitch {
+                key: "attention_bias",
+                default: false,
+                modules: &["layers.{i}.attn.Wqkv", "layers.{i}.attn.Wo"],
+            },
+            BiasSwitch {
+                key: "mlp_bias",
+                default: false,
+                modules: &["layers.{i}.mlp.Wi", "layers.{i}.mlp.Wo"],
+            },
+            BiasSwitch {
+                key: "norm_bias",
+                default: false,
+                modules: &[
+                    "embeddings.norm",
+                    "layers.{i}.attn_norm",
+                    "layers.{i}.mlp_norm",
+                    "final_norm",
+                    "head.norm",
+                ],
+            },
+            BiasSwitch {
+                key: "classifier_bias",
+                default: false,
+                modules: &["head.dense"],
+            },
+            BiasSwitch {
+                key: "decoder_bias",
+                default: true,
+                modules: &["decoder"],
+            },
+        ],
+        mlp: Mlp::GatedHiddenAct,
+        rotary: Some(Rotary {
+            interleaved: false,
+            theta: 160_000.0,
+            theta_keys: &["global_rope_theta", "rope_theta"],
+            value_key: None,
+            local: Some(LocalAttention {
+                window_key: "local_attention",
+                default_window: 128,
+                every_key: "global_attn_every_n_layers",
+                default_every: 3,
+                theta_key: "local_rope_theta",
+                theta: 10_000.0,
+            }),
+        }),
+        sequence_head: PooledHead {
+            dense: "head.dense",
+            act: Activation::Gelu,
+            out: "classifier",
+        },
+        head_transform: Some(HeadTransform {
+            dense: "head.dense",
+            norm: "head.norm",
+            pooling_key: "classifier_pooling",
+            out: "classifier",
+        }),
+        pooler_act_key: Some("classifier_activation"),
+        mlm: MlmNames {
+            dense: "head.dense",
+            norm: "head.norm",
+            decoder: "decoder",
+            bias: "decoder.bias",
+            act: None,
         },
         next_sentence: false,
         ..BERT
@@ -593,6 +770,17 @@ pub fn supported_names() -> String {
         })
     });
     names.collect::<Vec<_>>().join(", ")
+}
+
+/// Whether `name` is `template` with its `{i}` (if any) filled in by a layer index.
+pub fn matches_template(template: &str, name: &str) -> bool {
+    match template.split_once("{i}") {
+        None => template == name,
+        Some((head, tail)) => name
+            .strip_prefix(head)
+            .and_then(|rest| rest.strip_suffix(tail))
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit())),
+    }
 }
 
 /// A layer template with its index filled in.
@@ -645,6 +833,18 @@ mod tests {
                 assert_eq!(plain.count(), 1, "`{name}` picks one family by default");
             }
         }
+    }
+
+    #[test]
+    fn templates_match_their_layers_only() {
+        assert!(matches_template("layers.{i}.attn.Wo", "layers.12.attn.Wo"));
+        assert!(!matches_template("layers.{i}.attn.Wo", "layers..attn.Wo"));
+        assert!(!matches_template(
+            "layers.{i}.attn.Wo",
+            "layers.1.attn.Wqkv"
+        ));
+        assert!(matches_template("final_norm", "final_norm"));
+        assert!(!matches_template("final_norm", "final_norm.x"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Task heads appended to the encoder plan, per model family (HF module names).
 
-use super::config::{Activation, HeadKind};
-use super::family::{MlmNames, ModelType};
+use super::config::{Activation, HeadKind, HeadPooling};
+use super::family::{HeadTransform, MlmNames, ModelType};
 use super::plan::{BufId, HeadBuilder, Linear, Op, Rows};
 use crate::error::Result;
 
@@ -9,6 +9,11 @@ use crate::error::Result;
 pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> {
     let h = hb.cfg().hidden_size;
     let t = hb.cfg().model_type;
+    if let Some(t) = t.family().head_transform {
+        if kind != HeadKind::MaskedLm {
+            return transformed_head(hb, kind, t);
+        }
+    }
     match kind {
         HeadKind::TokenClasses => {
             let l = classifier(hb, "classifier", h)?;
@@ -47,6 +52,47 @@ pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> 
     }
 }
 
+/// ModernBERT's heads: the sequence head pools (first token or mean), every head then runs
+/// the shared transform and its own projection.
+fn transformed_head(hb: &mut HeadBuilder, kind: HeadKind, t: HeadTransform) -> Result<BufId> {
+    let h = hb.cfg().hidden_size;
+    let x = match kind {
+        HeadKind::SequenceClasses => {
+            let pooled = hb.buffer("pooled_tokens", Rows::First, h);
+            hb.push(match hb.cfg().head_pooling {
+                HeadPooling::First => Op::Gather {
+                    x: hb.hidden,
+                    out: pooled,
+                },
+                HeadPooling::Mean => Op::MeanPool {
+                    x: hb.hidden,
+                    out: pooled,
+                },
+            });
+            pooled
+        }
+        _ => hb.hidden,
+    };
+    let act = hb.cfg().pooler_act.unwrap_or(Activation::Gelu);
+    let dense = hb.linear(t.dense, h, h)?;
+    let norm = hb.norm(t.norm, h)?;
+    let rows = hb.rows(x);
+    let transformed = hb.buffer("head_transform", rows, h);
+    hb.push(Op::Linear {
+        x,
+        linear: dense,
+        act,
+        residual: None,
+        norm: Some(norm),
+        out: transformed,
+    });
+    let out = match kind {
+        HeadKind::Span => hb.linear(t.out, h, 2)?,
+        _ => classifier(hb, t.out, h)?,
+    };
+    Ok(hb.dense(transformed, out, Activation::None, "logits"))
+}
+
 fn classifier(hb: &mut HeadBuilder, name: &str, n_in: usize) -> Result<Linear> {
     let n = hb
         .rows_of(&format!("{name}.weight"))
@@ -66,7 +112,11 @@ fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
         bias,
         act,
     } = mlm_names_in(cfg.model_type, |name| hb.has(name));
-    let act = act.unwrap_or(cfg.hidden_act);
+    // ModernBERT's MLM transform is its shared head, with the classifier's activation.
+    let head_act = cfg
+        .pooler_act
+        .filter(|_| cfg.family().head_transform.is_some());
+    let act = act.or(head_act).unwrap_or(cfg.hidden_act);
     let picked = hb.buffer("mask_rows", Rows::Picked, h);
     hb.push(Op::Gather {
         x: hb.hidden,
@@ -93,7 +143,10 @@ fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
     } else {
         format!("{decoder}.bias")
     };
-    let bias = Some(hb.weight(&bias_name, &[v])?);
+    let bias = match cfg.biased(decoder) {
+        true => Some(hb.weight(&bias_name, &[v])?),
+        false => None,
+    };
     let linear = Linear {
         weight,
         bias,

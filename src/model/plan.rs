@@ -2,7 +2,9 @@
 //! The CPU and GPU executors both run exactly this list.
 
 use super::config::{Activation, HeadKind, ModelConfig};
-use super::family::{layer_name, layer_names, variant_name, DistanceBias, InterleavedQkv};
+use super::family::{
+    layer_name, layer_names, variant_name, DistanceBias, InterleavedQkv, NormPlacement,
+};
 use super::weights::{Quant, Tensor, Weights};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -112,7 +114,13 @@ pub enum Op {
         scale: f32,
         bias: Option<DistanceTable>,
         relative: Option<Disentangled>,
+        /// A sliding window: query `i` sees only keys with `|i - j| <= window`.
+        window: Option<usize>,
     },
+    /// `out = LN(x)` row by row (`out` may be `x`): the pre-norm families' norms.
+    Norm { x: BufId, norm: Norm, out: BufId },
+    /// `out[s]` = the mean of sequence `s`'s real token rows of `x` (a `First`-rows buffer).
+    MeanPool { x: BufId, out: BufId },
     /// Rotary positions, in place on a fused `[q | k | v]` buffer: in each head of the first
     /// `parts` (2: Q and K; 3: V too), pairs of the first `dim` dimensions (`(2i, 2i + 1)`
     /// when `interleaved`, else `(i, i + dim/2)`) turned by the angles of the token's
@@ -174,7 +182,8 @@ impl Op {
                 v
             }
             Op::Rotary { rotation, .. } => vec![(rotation.table, Whole)],
-            Op::Gate { .. } | Op::Gather { .. } => Vec::new(),
+            Op::Norm { norm: n, .. } => norm(n).to_vec(),
+            Op::Gate { .. } | Op::Gather { .. } | Op::MeanPool { .. } => Vec::new(),
         }
     }
 }
@@ -290,8 +299,10 @@ impl Builder<'_> {
         BufId(self.buffers.len() - 1)
     }
 
+    /// A linear with a bias unless the family or config says it has none.
     fn linear(&mut self, name: &str, n_in: usize, n_out: usize) -> Result<Linear> {
-        self.linear_with(name, n_in, n_out, true)
+        let biased = self.cfg.biased(name);
+        self.linear_with(name, n_in, n_out, biased)
     }
 
     /// A layer's linear from its family template: without a bias where the family says so.
@@ -302,8 +313,7 @@ impl Builder<'_> {
         n_in: usize,
         n_out: usize,
     ) -> Result<Linear> {
-        let biased = !self.cfg.family().unbiased.contains(&template);
-        self.linear_with(&layer_name(template, i), n_in, n_out, biased)
+        self.linear(&layer_name(template, i), n_in, n_out)
     }
 
     fn linear_with(
@@ -326,10 +336,20 @@ impl Builder<'_> {
         })
     }
 
+    /// A LayerNorm; one without a bias (ModernBERT's) adds zeros.
     fn norm(&mut self, name: &str, n: usize) -> Result<Norm> {
+        let gamma = self.weight(&format!("{name}.weight"), &[n])?;
+        let bias = format!("{name}.bias");
+        let beta = match self.cfg.biased(name) {
+            true => self.weight(&bias, &[n])?,
+            false => match self.taken.get(&bias) {
+                Some(&id) => id,
+                None => self.push(&bias, Tensor::new(vec![n], vec![0.0; n])),
+            },
+        };
         Ok(Norm {
-            gamma: self.weight(&format!("{name}.weight"), &[n])?,
-            beta: self.weight(&format!("{name}.bias"), &[n])?,
+            gamma,
+            beta,
             eps: self.cfg.layer_norm_eps,
         })
     }
@@ -378,6 +398,17 @@ impl Builder<'_> {
             n_in: h,
             n_out: 3 * h,
         })
+    }
+
+    /// Layer `i`'s Q, K and V: one `[3h, h]` module where the family stores them so, else
+    /// three fused into one.
+    fn qkv(&mut self, i: usize, h: usize) -> Result<Linear> {
+        let t = &self.cfg.family().layer;
+        match (t.interleaved_qkv, t.fused_qkv) {
+            (Some(names), _) => self.interleaved_qkv(names, i, h),
+            (None, Some(module)) => self.linear(&layer_name(module, i), h, 3 * h),
+            (None, None) => self.fused_qkv(layer_names(self.cfg.model_type, i).qkv, h),
+        }
     }
 
     /// Q, K and V projections fused into one `[3h, h]` matrix so one GEMM produces all three.
@@ -580,6 +611,34 @@ impl Builder<'_> {
         })
     }
 
+    /// The rotary ops over `qkv`: the global layers' first, then the sliding-window layers'
+    /// where they turn by a base of their own; none without rotary positions.
+    fn rotations(&mut self, qkv: BufId) -> Vec<Op> {
+        let cfg = self.cfg;
+        let Some(r) = cfg.rotary else {
+            return Vec::new();
+        };
+        let len = cfg.max_sequence_len();
+        let thetas = [Some(r.theta), r.local_theta.filter(|t| *t != r.theta)];
+        let names = ["rotary.table", "rotary.table.local"];
+        let mut ops = Vec::new();
+        for (theta, name) in thetas.into_iter().zip(names) {
+            let Some(theta) = theta else { continue };
+            let values = super::positions::rotary_table(len, r.dim, theta, r.position_scale);
+            let table = self.push(name, Tensor::new(vec![len, r.dim], values));
+            let rotation = Rotation {
+                heads: cfg.num_heads,
+                head_dim: cfg.head_dim(),
+                dim: r.dim,
+                interleaved: r.interleaved,
+                parts: if r.value { 3 } else { 2 },
+                table,
+            };
+            ops.push(Op::Rotary { qkv, rotation });
+        }
+        ops
+    }
+
     fn op_linear(&mut self, x: BufId, linear: Linear, act: Activation, out: BufId) {
         self.ops.push(Op::Linear {
             x,
@@ -665,33 +724,42 @@ impl Plan {
         }
         let bias = b.distance_table()?;
         let relative_embeddings = b.relative_embeddings()?;
-        let rotary = cfg.rotary.map(|r| {
-            let table = super::positions::rotary_table(cfg.max_sequence_len(), r.dim, r.theta);
-            let table = b.push(
-                "rotary.table",
-                Tensor::new(vec![cfg.max_sequence_len(), r.dim], table),
-            );
-            let rotation = Rotation {
-                heads: cfg.num_heads,
-                head_dim: cfg.head_dim(),
-                dim: r.dim,
-                interleaved: r.interleaved,
-                parts: if r.value { 3 } else { 2 },
-                table,
+        let rotations = b.rotations(qkv);
+        let pre_norm = match fam.norms {
+            NormPlacement::Pre {
+                first_attn_norm, ..
+            } => Some((b.buffer("normed", Rows::Tokens, h), first_attn_norm)),
+            NormPlacement::Post => None,
+        };
+        // A sub-block's input, LayerNormed first in a pre-norm family.
+        let normed_input = |b: &mut Builder, x: BufId, name: &str, skip: bool| -> Result<BufId> {
+            let Some((normed, _)) = pre_norm.filter(|_| !skip) else {
+                return Ok(x);
             };
-            Op::Rotary { qkv, rotation }
-        });
+            let norm = b.norm(name, h)?;
+            b.ops.push(Op::Norm {
+                x,
+                norm,
+                out: normed,
+            });
+            Ok(normed)
+        };
 
         for i in 0..cfg.num_layers {
             b.layer = Some(i);
             let n = layer_names(cfg.model_type, i);
             let t = &fam.layer;
-            let qkv_w = match t.interleaved_qkv {
-                Some(names) => b.interleaved_qkv(names, i, h)?,
-                None => b.fused_qkv(n.qkv, h)?,
-            };
-            b.op_linear(hidden, qkv_w, Activation::None, qkv);
-            b.ops.extend(rotary.clone());
+            let skip_first = i == 0 && pre_norm.is_some_and(|(_, first)| !first);
+            let attn_in = normed_input(&mut b, hidden, &n.attn_norm, skip_first)?;
+            let qkv_w = b.qkv(i, h)?;
+            b.op_linear(attn_in, qkv_w, Activation::None, qkv);
+            let window = cfg.window(i);
+            if let Some(r) = rotations
+                .get(window.is_some() as usize)
+                .or(rotations.first())
+            {
+                b.ops.push(r.clone());
+            }
             let relative = match &relative_embeddings {
                 Some(rel) => Some(b.disentangled(rel, qkv_w, i)?),
                 None => None,
@@ -709,22 +777,27 @@ impl Plan {
                 scale,
                 bias,
                 relative,
+                window,
             });
             let attn_out = b.layer_linear(t.attn_out, i, h, h)?;
-            let attn_norm = b.norm(&n.attn_norm, h)?;
+            let post_norm = match pre_norm {
+                None => Some(b.norm(&n.attn_norm, h)?),
+                Some(_) => None,
+            };
             b.ops.push(Op::Linear {
                 x: ctx,
                 linear: attn_out,
                 act: Activation::None,
                 residual: Some(hidden),
-                norm: Some(attn_norm),
+                norm: post_norm,
                 out: hidden_mid,
             });
+            let mlp_in = normed_input(&mut b, hidden_mid, &n.ffn_norm, false)?;
             let i_size = cfg.intermediate_size;
             match (gated, cfg.gate_act) {
                 (Some(gate_up), Some(act)) => {
                     let ffn_in = b.layer_linear(t.ffn_in, i, h, 2 * i_size)?;
-                    b.op_linear(hidden_mid, ffn_in, Activation::None, gate_up);
+                    b.op_linear(mlp_in, ffn_in, Activation::None, gate_up);
                     b.ops.push(Op::Gate {
                         x: gate_up,
                         out: inter,
@@ -733,17 +806,29 @@ impl Plan {
                 }
                 _ => {
                     let ffn_in = b.layer_linear(t.ffn_in, i, h, i_size)?;
-                    b.op_linear(hidden_mid, ffn_in, cfg.hidden_act, inter);
+                    b.op_linear(mlp_in, ffn_in, cfg.hidden_act, inter);
                 }
             }
             let ffn_out = b.layer_linear(t.ffn_out, i, i_size, h)?;
-            let ffn_norm = b.norm(&n.ffn_norm, h)?;
+            let post_norm = match pre_norm {
+                None => Some(b.norm(&n.ffn_norm, h)?),
+                Some(_) => None,
+            };
             b.ops.push(Op::Linear {
                 x: inter,
                 linear: ffn_out,
                 act: Activation::None,
                 residual: Some(hidden_mid),
-                norm: Some(ffn_norm),
+                norm: post_norm,
+                out: hidden,
+            });
+        }
+        if let NormPlacement::Pre { final_norm, .. } = fam.norms {
+            b.layer = None;
+            let norm = b.norm(final_norm, h)?;
+            b.ops.push(Op::Norm {
+                x: hidden,
+                norm,
                 out: hidden,
             });
         }
@@ -818,6 +903,9 @@ impl HeadBuilder<'_, '_> {
     }
     pub fn buffer(&mut self, name: &'static str, rows: Rows, cols: usize) -> BufId {
         self.b.buffer(name, rows, cols)
+    }
+    pub fn rows(&self, x: BufId) -> Rows {
+        self.b.buffers[x.0].rows
     }
     pub fn push(&mut self, op: Op) {
         self.b.ops.push(op);

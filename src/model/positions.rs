@@ -159,11 +159,12 @@ pub fn alibi_table(heads: usize, len: usize) -> Vec<f32> {
 /// Rotary angles' cosines and sines for positions `0..len`: row `p` holds `cos(p·θ_i)` for
 /// `i < dim/2`, then `sin(p·θ_i)`, with `θ_i = theta^(-2i/dim)`. Computed in f64 and rounded
 /// once, as RoFormer's numpy table is (`p / theta^(2i/dim)`).
-pub fn rotary_table(len: usize, dim: usize, theta: f64) -> Vec<f32> {
+pub fn rotary_table(len: usize, dim: usize, theta: f64, position_scale: f64) -> Vec<f32> {
     let half = dim / 2;
     let mut out = Vec::with_capacity(len * dim);
     for p in 0..len {
-        let angle = |i: usize| p as f64 / theta.powf((2 * i) as f64 / dim as f64);
+        let p = p as f64 * position_scale;
+        let angle = |i: usize| p / theta.powf((2 * i) as f64 / dim as f64);
         out.extend((0..half).map(|i| angle(i).cos() as f32));
         out.extend((0..half).map(|i| angle(i).sin() as f32));
     }
@@ -176,7 +177,7 @@ mod tests {
 
     #[test]
     fn rotary_angles_turn_by_position() {
-        let t = rotary_table(3, 4, 10000.0);
+        let t = rotary_table(3, 4, 10000.0, 1.0);
         // position 0: no turn
         assert_eq!(&t[..4], &[1.0, 1.0, 0.0, 0.0]);
         // position 2: angles 2 and 2/100

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Tiny seeded random-weight checkpoints of the rotary, long-context encoder families, with PyTorch
+f32 goldens, under tests/tiny/<name>/ (checked by tests/families.rs).
+
+Same conventions, init, corpus, test texts and golden.json format as scripts/make_tiny_families.py
+(whose SPECS machinery, save / reload / golden are reused here; read its docstring and
+make_tiny_models.py's first). **The weights are random and mean nothing.** What is new here:
+
+  * ModernBERT (transformers' ModernBert*): pre-norm without layer 0's attention norm, a final
+    norm, fused Wqkv, GeGLU, rotary positions (rotate-half) with a base per layer kind, and
+    sliding-window attention on the layers that are not global. The tiny models have 3 layers,
+    global every 2nd (layers 0 and 2 global, 1 local), local_attention 16 (a query sees keys up to 8
+    tokens away), global_rope_theta 160000 and local_rope_theta 10000, so that inputs of 40-280
+    tokens reach well past the window and the fast rotary frequencies wrap many times.
+      - modernbert-mlm keeps the configuration keys of the checkpoints on the Hub (transformers 4.x:
+        global_attn_every_n_layers, global_rope_theta, local_rope_theta, no layer_types /
+        rope_parameters); the other folders are as transformers 5 saves them (layer_types and
+        rope_parameters per layer type).
+      - modernbert-seqcls pools the first token (classifier_pooling "cls") and has 1024 positions
+        and an input of more than 512 tokens (the GPU's old limit); modernbert-seqcls-mean
+        the mean of the real tokens; modernbert-tokcls has every bias switched on (attention_bias,
+        mlp_bias, norm_bias, classifier_bias) and classifier_activation "gelu_pytorch_tanh".
+      - Tokenizer: byte-level BPE as ModernBERT's tokenizer.json (trained on CORPUS), specials
+        [UNK] [CLS] [SEP] [PAD] [MASK] appended last as in answerdotai/ModernBERT-base ([MASK] eats
+        the space before it), TemplateProcessing `[CLS] $A [SEP]` / `[CLS] $A [SEP] $B [SEP]`, type
+        ids all 0, and no token_type_ids given to the model.
+
+Usage:  HF_HUB_OFFLINE=1 /work/pyenv/bin/python scripts/make_tiny_rotary.py [--only a,b] [--out DIR]
+Needs:  torch, transformers 5.x (tested 5.25.0), tokenizers, safetensors. Deterministic.
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import make_tiny_families as mtf  # noqa: E402
+import make_tiny_models as mtm  # noqa: E402
+from make_tiny_models import CORPUS, SEQ3, TEXTS, BIO, case, cls_cases, labels_kw, mlm_cases, qa_cases, tok_cases  # noqa: E402
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+
+import torch  # noqa: E402
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+from transformers import (  # noqa: E402
+    ModernBertConfig,
+    ModernBertForMaskedLM,
+    ModernBertForQuestionAnswering,
+    ModernBertForSequenceClassification,
+    ModernBertForTokenClassification,
+    PreTrainedTokenizerFast,
+)
+
+LONG = mtf.LONG
+MID = mtf.MID
+SHORTISH = " ".join(CORPUS[:3])
+
+MB_SPECIALS = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+
+
+def modernbert_tokenizer(max_len: int):
+    """Byte-level BPE trained on CORPUS with ModernBERT's specials appended last."""
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.decoder = decoders.ByteLevel()
+    tr = trainers.BpeTrainer(
+        vocab_size=560,
+        min_frequency=2,
+        special_tokens=[],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    t.train_from_iterator(CORPUS, trainer=tr)
+    base = t.get_vocab_size()
+    t.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in MB_SPECIALS[:4]])
+    t.add_special_tokens([AddedToken("[MASK]", lstrip=True, rstrip=False, special=True, normalized=False)])
+    ids = {s: t.token_to_id(s) for s in MB_SPECIALS}
+    assert ids["[UNK]"] == base and ids["[MASK]"] == base + 4, ids
+    t.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])],
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=t,
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+        model_input_names=["input_ids", "attention_mask"],
+        model_max_length=max_len,
+    )
+    return tok
+
+
+def modernbert_cfg(tok, hub_keys=False, positions=512, **kw):
+    ids = tok.convert_tokens_to_ids
+    cfg = ModernBertConfig(
+        vocab_size=len(tok),
+        hidden_size=mtm.TINY["hidden"],
+        intermediate_size=mtm.TINY["inter"],
+        num_hidden_layers=3,
+        num_attention_heads=mtm.TINY["heads"],
+        max_position_embeddings=positions,
+        global_attn_every_n_layers=2,
+        local_attention=16,
+        global_rope_theta=160000.0,
+        local_rope_theta=10000.0,
+        pad_token_id=ids("[PAD]"),
+        bos_token_id=ids("[CLS]"),
+        cls_token_id=ids("[CLS]"),
+        eos_token_id=ids("[SEP]"),
+        sep_token_id=ids("[SEP]"),
+        **kw,
+    )
+    assert cfg.layer_types == ["full_attention", "sliding_attention", "full_attention"], cfg.layer_types
+    cfg.hub_keys = hub_keys
+    return cfg
+
+
+def hub_layout(out: Path):
+    """Rewrites config.json with the keys of the ModernBERT checkpoints on the Hub (transformers
+    4.x): the layer pattern as global_attn_every_n_layers, the bases as global / local_rope_theta."""
+    p = out / "config.json"
+    c = json.load(open(p))
+    params = c.pop("rope_parameters")
+    c.pop("layer_types")
+    c.pop("hub_keys", None)
+    c["global_attn_every_n_layers"] = 2
+    c["global_rope_theta"] = params["full_attention"]["rope_theta"]
+    c["local_rope_theta"] = params["sliding_attention"]["rope_theta"]
+    mtf.write_json(p, c)
+
+
+def build(cls, positions=512, **kw):
+    def b(seed):
+        tok = modernbert_tokenizer(positions)
+        hub = kw.pop("hub_keys", False)
+        return cls(modernbert_cfg(tok, hub_keys=hub, positions=positions, **kw)), tok
+
+    return b
+
+
+SPECS = {
+    "modernbert-mlm": dict(
+        build=build(ModernBertForMaskedLM, hub_keys=True),
+        seed=251,
+        head="mlm",
+        cases=mtf.with_long(mlm_cases("[MASK]"), case("long_masks", mtf.long_mlm(MID, "[MASK]"))),
+        longest=(120, 400),
+    ),
+    "modernbert-seqcls": dict(
+        build=build(ModernBertForSequenceClassification, positions=1024, **labels_kw(SEQ3)),
+        seed=252,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", LONG, TEXTS["pos"], SHORTISH)),
+        longest=(513, 1024),
+    ),
+    "modernbert-seqcls-mean": dict(
+        build=build(ModernBertForSequenceClassification, classifier_pooling="mean", **labels_kw(SEQ3)),
+        seed=253,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+    ),
+    "modernbert-tokcls": dict(
+        build=build(
+            ModernBertForTokenClassification,
+            attention_bias=True,
+            mlp_bias=True,
+            norm_bias=True,
+            classifier_bias=True,
+            classifier_activation="gelu_pytorch_tanh",
+            **labels_kw(BIO),
+        ),
+        seed=254,
+        head="tokcls",
+        cases=mtf.with_long(tok_cases(), case("long", SHORTISH)),
+        longest=(40, 400),
+    ),
+    "modernbert-qa": dict(
+        build=build(ModernBertForQuestionAnswering),
+        seed=255,
+        head="qa",
+        cases=mtf.with_long(qa_cases(), case("long", (TEXTS["q"], MID))),
+        longest=(120, 400),
+    ),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(mtf.ROOT / "tests" / "tiny"))
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    only = [s for s in args.only.split(",") if s]
+    warns = []
+    for name, spec in SPECS.items():
+        if only and name not in only:
+            continue
+        torch.manual_seed(spec["seed"])
+        model, tok = spec["build"](spec["seed"])
+        hub = getattr(model.config, "hub_keys", False)
+        del model.config.hub_keys
+        mtf.init_weights(model, spec["seed"])
+        model.config.architectures = [type(model).__name__]
+        out = Path(args.out) / name
+        mtf.save(model, tok, out, spec)
+        if hub:
+            hub_layout(out)
+        gm = mtf.reload(model, out, spec)
+        mem, got = model.state_dict(), gm.state_dict()
+        assert sorted(mem) == sorted(got), (name, set(mem) ^ set(got))
+        for k, v in mem.items():
+            assert torch.equal(got[k], v), (name, k)
+        assert gm.config.layer_types == model.config.layer_types, name
+        w, longest = mtf.golden(name, spec, gm, out)
+        warns += w
+        size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+        print(f"{name:24s} {type(model).__name__:36s} vocab {len(tok):4d}  longest {longest:3d}  {size / 1024:6.1f} KiB")
+    for w in warns:
+        print("WARNING", w, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -26,21 +26,25 @@ fn main() {
         .position(|a| a == "--model")
         .map(|i| &args[i + 1]);
     let (cfg, weights) = match dir {
-        Some(dir) => {
-            let files = webert::model::ModelFiles::from_dir(dir.as_ref()).expect("model folder");
-            let (cfg, _, weights) = files.load().expect("model");
-            match args.iter().position(|a| a == "--shape") {
-                // The folder's family at a standard shape, with seeded weights.
-                Some(i) => {
-                    let fabricate = synthetic::Fabricate {
-                        seed: 1,
-                        quantize: (q4 || q8).then_some(q8),
-                    };
-                    synthetic::random_model(cfg, &args[i + 1], fabricate).expect("--shape NAME")
-                }
-                None => (cfg, weights),
+        Some(dir) => match args.iter().position(|a| a == "--shape") {
+            // The folder's family at a standard shape (or its own: `config`), seeded weights.
+            Some(i) => {
+                let path = std::path::Path::new(dir).join("config.json");
+                let text = std::fs::read_to_string(&path).expect("config.json");
+                let cfg = ModelConfig::from_json("config.json", &text).expect("config");
+                let fabricate = synthetic::Fabricate {
+                    seed: 1,
+                    quantize: (q4 || q8).then_some(q8),
+                };
+                synthetic::random_model(cfg, &args[i + 1], fabricate).expect("--shape NAME")
             }
-        }
+            None => {
+                let files =
+                    webert::model::ModelFiles::from_dir(dir.as_ref()).expect("model folder");
+                let (cfg, _, weights) = files.load().expect("model");
+                (cfg, weights)
+            }
+        },
         None => {
             let cfg = ModelConfig::from_json(
                 "config.json",
@@ -118,4 +122,14 @@ fn main() {
             100.0 * ms / all
         );
     }
+    if let Some(kb) = peak_rss_kb() {
+        println!("peak resident memory {:.1} MiB", kb as f64 / 1024.0);
+    }
+}
+
+/// The process's peak resident set (Linux's `VmHWM`), in KiB.
+fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

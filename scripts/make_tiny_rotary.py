@@ -25,6 +25,13 @@ make_tiny_models.py's first). **The weights are random and mean nothing.** What 
         the space before it), TemplateProcessing `[CLS] $A [SEP]` / `[CLS] $A [SEP] $B [SEP]`, type
         ids all 0, and no token_type_ids given to the model.
 
+  * NomicBERT and GTE as transformers 5 has them in-library (JinaEmbeddingsV3's layer: separate
+    q / k / v / o projections, post-norm, gate / up / down MLP, rotate-half rotary positions, no
+    position table): nomic-bert-* (no biases in the layers, SiLU gate, rope_theta 1000, WordPiece
+    as nomic-embed-text), gte-* (biases but on gate / up, GELU gate, XLM-R-style Unigram as
+    gte-multilingual; gte-mlm turns by `rope_type: linear`, factor 2). The Hub checkpoints'
+    remote-code layouts (NomicBERT's Wqkv / fc11 / fc12, GTE's `new` model type) are not built yet.
+
 Usage:  HF_HUB_OFFLINE=1 /work/pyenv/bin/python scripts/make_tiny_rotary.py [--only a,b] [--out DIR]
 Needs:  torch, transformers 5.x (tested 5.25.0), tokenizers, safetensors. Deterministic.
 """
@@ -43,6 +50,13 @@ import json  # noqa: E402
 import torch  # noqa: E402
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
 from transformers import (  # noqa: E402
+    BertTokenizer,
+    GteConfig,
+    GteForMaskedLM,
+    GteForSequenceClassification,
+    NomicBertConfig,
+    NomicBertForMaskedLM,
+    NomicBertForSequenceClassification,
     ModernBertConfig,
     ModernBertForMaskedLM,
     ModernBertForQuestionAnswering,
@@ -142,6 +156,48 @@ def build(cls, positions=512, **kw):
     return b
 
 
+def nomic_cfg(tok, **kw):
+    return NomicBertConfig(
+        vocab_size=len(tok),
+        hidden_size=mtm.TINY["hidden"],
+        num_hidden_layers=mtm.TINY["layers"],
+        num_attention_heads=mtm.TINY["heads"],
+        intermediate_size=mtm.TINY["inter"],
+        max_position_embeddings=512,
+        pad_token_id=tok.pad_token_id,
+        **kw,
+    )
+
+
+def gte_cfg(tok, **kw):
+    return GteConfig(
+        vocab_size=len(tok),
+        hidden_size=mtm.TINY["hidden"],
+        num_hidden_layers=mtm.TINY["layers"],
+        num_attention_heads=mtm.TINY["heads"],
+        intermediate_size=mtm.TINY["inter"],
+        max_position_embeddings=512,
+        pad_token_id=tok.pad_token_id,
+        **kw,
+    )
+
+
+def build_nomic(cls, **kw):
+    def b(seed):
+        tok = mtm.wordpiece_tokenizer(BertTokenizer, cased=False, max_len=512)
+        return cls(nomic_cfg(tok, **kw)), tok
+
+    return b
+
+
+def build_gte(cls, **kw):
+    def b(seed):
+        tok = mtm.unigram_tokenizer(512)
+        return cls(gte_cfg(tok, **kw)), tok
+
+    return b
+
+
 SPECS = {
     "modernbert-mlm": dict(
         build=build(ModernBertForMaskedLM, hub_keys=True),
@@ -186,6 +242,34 @@ SPECS = {
         cases=mtf.with_long(qa_cases(), case("long", (TEXTS["q"], MID))),
         longest=(120, 400),
     ),
+    "nomic-bert-seqcls": dict(
+        build=build_nomic(NomicBertForSequenceClassification, **labels_kw(SEQ3)),
+        seed=261,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+    ),
+    "nomic-bert-mlm": dict(
+        build=build_nomic(NomicBertForMaskedLM),
+        seed=262,
+        head="mlm",
+        cases=mtf.with_long(mlm_cases("[MASK]"), case("long_masks", mtf.long_mlm(MID, "[MASK]"))),
+        longest=(120, 400),
+    ),
+    "gte-seqcls": dict(
+        build=build_gte(GteForSequenceClassification, **labels_kw(SEQ3)),
+        seed=263,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+    ),
+    "gte-mlm": dict(
+        build=build_gte(GteForMaskedLM, rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 160000.0}),
+        seed=264,
+        head="mlm",
+        cases=mtf.with_long(mlm_cases("<mask>"), case("long_masks", mtf.long_mlm(MID, "<mask>"))),
+        longest=(120, 400),
+    ),
 }
 
 
@@ -202,19 +286,26 @@ def main():
         torch.manual_seed(spec["seed"])
         model, tok = spec["build"](spec["seed"])
         hub = getattr(model.config, "hub_keys", False)
-        del model.config.hub_keys
+        if hasattr(model.config, "hub_keys"):
+            del model.config.hub_keys
         mtf.init_weights(model, spec["seed"])
         model.config.architectures = [type(model).__name__]
         out = Path(args.out) / name
         mtf.save(model, tok, out, spec)
         if hub:
             hub_layout(out)
-        gm = mtf.reload(model, out, spec)
+        # transformers 5 saves NomicBERT and GTE in their Hub layouts (emb_ln, Wqkv, fc11, ...;
+        # qkv_proj, up_gate_proj, ...) and renames them back on load: the reloaded model is
+        # compared with the in-memory one below, not the file with it.
+        if name.startswith(("nomic", "gte")):
+            gm = type(model).from_pretrained(out, dtype=torch.float32).eval()
+        else:
+            gm = mtf.reload(model, out, spec)
         mem, got = model.state_dict(), gm.state_dict()
         assert sorted(mem) == sorted(got), (name, set(mem) ^ set(got))
         for k, v in mem.items():
             assert torch.equal(got[k], v), (name, k)
-        assert gm.config.layer_types == model.config.layer_types, name
+        assert getattr(gm.config, "layer_types", None) == getattr(model.config, "layer_types", None), name
         w, longest = mtf.golden(name, spec, gm, out)
         warns += w
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())

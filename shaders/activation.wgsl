@@ -18,6 +18,7 @@ fn activate(v: f32) -> f32 {
         case ACT_GELU_TANH: { return 0.5 * v * (1.0 + safe_tanh(0.7978845608 * (v + 0.044715 * v * v * v))); }
         case ACT_RELU: { return max(v, 0.0); }
         case ACT_TANH: { return safe_tanh(v); }
+        case ACT_SILU: { return v / (1.0 + exp(-clamp(v, -80.0, 80.0))); }
         default: { return v; }
     }
 }

@@ -340,7 +340,7 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             Err(e) => e.to_string(),
         }
     };
-    let cases: [(&str, Edit, &str); 9] = [
+    let cases: [(&str, Edit, &str); 14] = [
         ("mpnet-mlm", &|c| drop(c.remove("vocab_size")), "missing `vocab_size`"),
         (
             "mpnet-mlm",
@@ -375,8 +375,33 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
         ),
         (
             "albert-qa",
-            &|c| drop(c.insert("model_type".into(), "modernbert".into())),
+            &|c| drop(c.insert("model_type".into(), "eurobert".into())),
             "supported: bert, distilbert, roberta, camembert, xlm-roberta, electra, albert, mpnet, deberta-v2",
+        ),
+        (
+            "modernbert-seqcls",
+            &|c| drop(c.insert("layer_types".into(), serde_json::json!(["full_attention"]))),
+            "`layer_types` lists 1 layers of 3",
+        ),
+        (
+            "modernbert-seqcls",
+            &|c| drop(c.insert("layer_types".into(), serde_json::json!(["full_attention", "chunked_attention", "full_attention"]))),
+            "layer type \"chunked_attention\" is not supported",
+        ),
+        (
+            "modernbert-seqcls",
+            &|c| drop(c.insert("rope_parameters".into(), serde_json::json!({"full_attention": {"rope_type": "yarn", "rope_theta": 1e4}}))),
+            "rope_type `yarn` is not supported; supported: default, linear",
+        ),
+        (
+            "modernbert-seqcls-mean",
+            &|c| drop(c.insert("classifier_pooling".into(), "max".into())),
+            "classifier_pooling `max` is not supported; supported: cls, mean",
+        ),
+        (
+            "modernbert-mlm",
+            &|c| drop(c.insert("hidden_activation".into(), "mish".into())),
+            "unsupported hidden_act `mish`",
         ),
     ];
     for (name, edit, want) in cases {

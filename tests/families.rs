@@ -465,6 +465,26 @@ fn modernbert_qa() {
     check("modernbert-qa");
 }
 
+#[test]
+fn nomic_bert_seqcls_swiglu_unbiased() {
+    check("nomic-bert-seqcls");
+}
+
+#[test]
+fn nomic_bert_mlm() {
+    check("nomic-bert-mlm");
+}
+
+#[test]
+fn gte_seqcls_up_gate() {
+    check("gte-seqcls");
+}
+
+#[test]
+fn gte_mlm_linear_rope_scaling() {
+    check("gte-mlm");
+}
+
 /// Every folder under tests/tiny has a test above (a new folder cannot go unchecked).
 #[test]
 fn every_tiny_folder_is_tested() {
@@ -495,6 +515,8 @@ fn every_tiny_folder_is_tested() {
             "distilbert-seqcls",
             "electra-qa",
             "electra-seqcls",
+            "gte-mlm",
+            "gte-seqcls",
             "jina-v2-6heads",
             "jina-v2-base",
             "modernbert-mlm",
@@ -507,6 +529,8 @@ fn every_tiny_folder_is_tested() {
             "mpnet-qa",
             "mpnet-seqcls",
             "mpnet-tokcls",
+            "nomic-bert-mlm",
+            "nomic-bert-seqcls",
             "roberta-seqcls",
             "roberta-tokcls",
             "roformer-mlm",

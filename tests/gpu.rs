@@ -307,6 +307,8 @@ fn position_term_and_shared_layer_families_match_cpu() {
         "modernbert-seqcls-mean",
         "modernbert-tokcls",
         "modernbert-mlm",
+        "nomic-bert-seqcls",
+        "gte-mlm",
     ] {
         let dir = root().join("tests/tiny").join(name);
         let g: serde_json::Value =

@@ -781,6 +781,13 @@ mod bench {
         (2.0 * tokens * params + attention, params * width)
     }
 
+    /// The process's peak resident set (Linux's `VmHWM`; a CPU-emulated GPU's memory too).
+    fn peak_rss_kb() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
     /// How far the GPU's hidden state of the first window (in the batch as timed) is from the
     /// CPU's: cosine and largest difference.
     async fn cpu_parity(
@@ -865,6 +872,7 @@ mod bench {
                 "backend": engine.backend(),
                 "batch": a.batch,
                 "seq_len": a.seq_len,
+                "peak_rss_mib": peak_rss_kb().map(|kb| kb as f64 / 1024.0),
                 "runs": times.len(),
                 "first_ms": first_ms,
                 "median_ms": median,

@@ -232,6 +232,12 @@ fn gelu_tanh<L: Lanes>(x: L, k: &Coeffs) -> L {
     tanh(inner, k).madd(h, h)
 }
 
+/// `x / (1 + e^-x)`
+#[inline(always)]
+fn silu<L: Lanes>(x: L, k: &Coeffs) -> L {
+    x.div(exp(x.mul(L::splat(-k.one)), k).add(L::splat(k.one)))
+}
+
 /// `row[i] = f(row[i])`, `L::WIDTH` values at a time (a zero-padded register for the tail).
 #[inline(always)]
 fn map<L: Lanes>(row: &mut [f32], f: impl Fn(L) -> L) {
@@ -258,6 +264,7 @@ fn activate<L: Lanes>(act: Activation, row: &mut [f32]) {
         Activation::GeluTanh => map(row, |x: L| gelu_tanh(x, k)),
         Activation::Relu => map(row, |x: L| x.max(L::splat(k.zero))),
         Activation::Tanh => map(row, |x: L| tanh(x, k)),
+        Activation::Silu => map(row, |x: L| silu(x, k)),
     }
 }
 
@@ -514,6 +521,7 @@ mod tests {
                 Activation::GeluTanh,
                 Activation::Tanh,
                 Activation::Relu,
+                Activation::Silu,
             ] {
                 let e = Epilogue {
                     cols,

@@ -153,6 +153,7 @@ pub fn act_code(a: Activation) -> u32 {
         Activation::GeluTanh => 2,
         Activation::Relu => 3,
         Activation::Tanh => 4,
+        Activation::Silu => 5,
     }
 }
 
@@ -164,6 +165,7 @@ pub fn constants() -> String {
         ("ACT_GELU_TANH", Activation::GeluTanh),
         ("ACT_RELU", Activation::Relu),
         ("ACT_TANH", Activation::Tanh),
+        ("ACT_SILU", Activation::Silu),
     ];
     let mut out: String = (acts.iter())
         .map(|(name, a)| format!("const {name}: u32 = {}u;\n", act_code(*a)))

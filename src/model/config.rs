@@ -65,6 +65,8 @@ pub enum Activation {
     GeluTanh,
     Relu,
     Tanh,
+    /// `x · sigmoid(x)` (`silu`, `swish`).
+    Silu,
 }
 
 impl Activation {
@@ -74,9 +76,10 @@ impl Activation {
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Ok(Activation::GeluTanh),
             "relu" => Ok(Activation::Relu),
             "tanh" => Ok(Activation::Tanh),
+            "silu" | "swish" => Ok(Activation::Silu),
             other => Err(Error::config(
                 file,
-                format!("unsupported hidden_act `{other}`; supported: gelu, gelu_new, gelu_pytorch_tanh, relu"),
+                format!("unsupported hidden_act `{other}`; supported: gelu, gelu_new, gelu_pytorch_tanh, relu, tanh, silu"),
             )),
         }
     }

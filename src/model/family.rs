@@ -24,6 +24,10 @@ pub enum ModelType {
     RoFormer,
     /// ModernBERT: pre-norm, rotary, GeGLU, alternating global and sliding-window attention.
     ModernBert,
+    /// NomicBERT: post-norm, rotary, SwiGLU, no biases in its layers.
+    NomicBert,
+    /// GTE (`gte`): NomicBERT's layer with biases, `[up | gate]` in one module.
+    Gte,
 }
 
 /// Where position ids start.
@@ -187,9 +191,22 @@ pub struct LayerTemplates {
     pub interleaved_qkv: Option<InterleavedQkv>,
     pub attn_out: &'static str,
     pub attn_norm: &'static str,
+    /// Where a gated MLP's gate is when `ffn_in` does not start with it.
+    pub ffn_gate: FfnGate,
     pub ffn_in: &'static str,
     pub ffn_out: &'static str,
     pub ffn_norm: &'static str,
+}
+
+/// The gate of a gated MLP (`act(gate) * up`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FfnGate {
+    /// `ffn_in` yields `[gate | up]`.
+    First,
+    /// `ffn_in` yields `[up | gate]` (GTE's `up_gate_proj`).
+    Second,
+    /// A module of its own; `ffn_in` is the up projection (NomicBERT's `fc12`).
+    Module(&'static str),
 }
 
 /// Names of an interleaved Q/K/V projection (see [`LayerTemplates::interleaved_qkv`]).
@@ -210,9 +227,34 @@ const BERT_LAYER: LayerTemplates = LayerTemplates {
     interleaved_qkv: None,
     attn_out: "encoder.layer.{i}.attention.output.dense",
     attn_norm: "encoder.layer.{i}.attention.output.LayerNorm",
+    ffn_gate: FfnGate::First,
     ffn_in: "encoder.layer.{i}.intermediate.dense",
     ffn_out: "encoder.layer.{i}.output.dense",
     ffn_norm: "encoder.layer.{i}.output.LayerNorm",
+};
+
+/// NomicBERT's layer as the Hub's remote code and transformers 5 store it.
+const NOMIC_LAYER: LayerTemplates = LayerTemplates {
+    fused_qkv: Some("encoder.layers.{i}.attn.Wqkv"),
+    attn_out: "encoder.layers.{i}.attn.out_proj",
+    attn_norm: "encoder.layers.{i}.norm1",
+    ffn_gate: FfnGate::Module("encoder.layers.{i}.mlp.fc12"),
+    ffn_in: "encoder.layers.{i}.mlp.fc11",
+    ffn_out: "encoder.layers.{i}.mlp.fc2",
+    ffn_norm: "encoder.layers.{i}.norm2",
+    ..BERT_LAYER
+};
+
+/// GTE's layer as the Hub's remote code (`new`) and transformers 5 store it.
+const GTE_LAYER: LayerTemplates = LayerTemplates {
+    fused_qkv: Some("encoder.layer.{i}.attention.qkv_proj"),
+    attn_out: "encoder.layer.{i}.attention.o_proj",
+    attn_norm: "encoder.layer.{i}.attn_ln",
+    ffn_gate: FfnGate::Second,
+    ffn_in: "encoder.layer.{i}.mlp.up_gate_proj",
+    ffn_out: "encoder.layer.{i}.mlp.down_proj",
+    ffn_norm: "encoder.layer.{i}.mlp_ln",
+    ..BERT_LAYER
 };
 
 /// Module names of the masked-LM head; `act` is `None` where the config's activation applies.
@@ -408,6 +450,7 @@ pub const FAMILIES: &[Family] = &[
             interleaved_qkv: None,
             attn_out: "transformer.layer.{i}.attention.out_lin",
             attn_norm: "transformer.layer.{i}.sa_layer_norm",
+            ffn_gate: FfnGate::First,
             ffn_in: "transformer.layer.{i}.ffn.lin1",
             ffn_out: "transformer.layer.{i}.ffn.lin2",
             ffn_norm: "transformer.layer.{i}.output_layer_norm",
@@ -478,6 +521,7 @@ pub const FAMILIES: &[Family] = &[
             interleaved_qkv: None,
             attn_out: "encoder.albert_layer_groups.0.albert_layers.0.attention.dense",
             attn_norm: "encoder.albert_layer_groups.0.albert_layers.0.attention.LayerNorm",
+            ffn_gate: FfnGate::First,
             ffn_in: "encoder.albert_layer_groups.0.albert_layers.0.ffn",
             ffn_out: "encoder.albert_layer_groups.0.albert_layers.0.ffn_output",
             ffn_norm: "encoder.albert_layer_groups.0.albert_layers.0.full_layer_layer_norm",
@@ -724,6 +768,66 @@ pub const FAMILIES: &[Family] = &[
             decoder: "decoder",
             bias: "decoder.bias",
             act: None,
+        },
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::NomicBert,
+        names: &["nomic_bert"],
+        class: "NomicBert",
+        prefix: "nomic_bert",
+        positions: Positions::None,
+        embeddings: EmbeddingNames {
+            norm: "emb_ln",
+            ..BERT_EMBEDDINGS
+        },
+        layer: NOMIC_LAYER,
+        unbiased: &[
+            "encoder.layers.{i}.attn.Wqkv",
+            "encoder.layers.{i}.attn.out_proj",
+            "encoder.layers.{i}.mlp.fc11",
+            "encoder.layers.{i}.mlp.fc12",
+            "encoder.layers.{i}.mlp.fc2",
+        ],
+        mlp: Mlp::GatedHiddenAct,
+        rotary: Some(Rotary {
+            interleaved: false,
+            theta: 1000.0,
+            theta_keys: &["rope_theta"],
+            value_key: None,
+            local: None,
+        }),
+        mlm: MlmNames {
+            norm: "cls.predictions.transform.layer_norm",
+            ..BERT_MLM
+        },
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::Gte,
+        names: &["gte"],
+        class: "Gte",
+        prefix: "gte",
+        default_type_vocab_size: 0,
+        positions: Positions::None,
+        layer: GTE_LAYER,
+        unbiased: &["encoder.layer.{i}.mlp.up_gate_proj"],
+        mlp: Mlp::GatedHiddenAct,
+        rotary: Some(Rotary {
+            interleaved: false,
+            theta: 160_000.0,
+            theta_keys: &["rope_theta"],
+            value_key: None,
+            local: None,
+        }),
+        mlm: MlmNames {
+            dense: "lm_head.dense",
+            norm: "lm_head.norm",
+            decoder: "lm_head.decoder",
+            bias: "lm_head.bias",
+            act: Some(Activation::Gelu),
         },
         next_sentence: false,
         ..BERT

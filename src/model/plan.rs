@@ -3,7 +3,7 @@
 
 use super::config::{Activation, HeadKind, ModelConfig};
 use super::family::{
-    layer_name, layer_names, variant_name, DistanceBias, InterleavedQkv, NormPlacement,
+    layer_name, layer_names, variant_name, DistanceBias, FfnGate, InterleavedQkv, NormPlacement,
 };
 use super::weights::{Quant, Tensor, Weights};
 use crate::error::{Error, Result};
@@ -411,6 +411,72 @@ impl Builder<'_> {
         }
     }
 
+    /// `l` with the two halves of its output rows swapped (`[up | gate]` → `[gate | up]`).
+    fn swap_halves(&mut self, l: Linear) -> Result<Linear> {
+        let half = l.n_out / 2;
+        let w = &mut self.weights[l.weight.0];
+        if w.quant.is_some() {
+            return Err(Error::UnsupportedArchitecture(format!(
+                "`{}` quantized with its gate second",
+                self.names[l.weight.0]
+            )));
+        }
+        let (up, gate) = w.data.split_at(half * l.n_in);
+        w.data = [gate, up].concat();
+        if let Some(b) = l.bias {
+            let b = &mut self.weights[b.0].data;
+            let (up, gate) = b.split_at(half);
+            *b = [gate, up].concat();
+        }
+        Ok(l)
+    }
+
+    /// Layer `i`'s modules `templates` (each `[n_out, n_in]`) stacked into one linear, their
+    /// rows in turn; a missing bias is zeros where another module has one.
+    fn stacked(
+        &mut self,
+        templates: &[&str],
+        i: usize,
+        n_in: usize,
+        n_out: usize,
+    ) -> Result<Linear> {
+        let names: Vec<String> = templates.iter().map(|t| layer_name(t, i)).collect();
+        let mut w = Vec::with_capacity(templates.len() * n_out * n_in);
+        let (mut b, mut quants) = (Vec::new(), Vec::new());
+        let mut biased = false;
+        for name in &names {
+            let t = self
+                .src
+                .take(self.prefix(), &format!("{name}.weight"), &[n_out, n_in])?;
+            w.extend(t.data);
+            quants.extend(t.quant);
+            match self.cfg.biased(name) {
+                true => {
+                    let bias = self
+                        .src
+                        .take(self.prefix(), &format!("{name}.bias"), &[n_out])?;
+                    b.extend(bias.data);
+                    biased = true;
+                }
+                false => b.extend(std::iter::repeat_n(0.0, n_out)),
+            }
+        }
+        let rows = templates.len() * n_out;
+        let mut fused = Tensor::new(vec![rows, n_in], w);
+        if quants.len() == templates.len() {
+            fused.quant = Quant::concat(quants.iter().map(|q| &**q)).map(Box::new);
+        }
+        let stem = names.join("+");
+        let weight = self.push(&format!("{stem}.weight"), fused);
+        let bias = biased.then(|| self.push(&format!("{stem}.bias"), Tensor::new(vec![rows], b)));
+        Ok(Linear {
+            weight,
+            bias,
+            n_in,
+            n_out: rows,
+        })
+    }
+
     /// Q, K and V projections fused into one `[3h, h]` matrix so one GEMM produces all three.
     fn fused_qkv(&mut self, names: [String; 3], h: usize) -> Result<Linear> {
         let stem = names[0].rsplit_once('.').map_or("", |(s, _)| s).to_string();
@@ -439,11 +505,14 @@ impl Builder<'_> {
         let mut quants = Vec::new();
         // A shared layer's parts stay in the store: a later layer may fuse them with a copy.
         let shared = !self.cfg.family().layer.qkv[0].contains("{i}");
-        for [wn, bn] in &parts {
+        for (name, [wn, bn]) in names.iter().zip(&parts) {
             let t = self.part(wn, &[h, h], shared)?;
             w.extend(t.data);
             quants.extend(t.quant);
-            b.extend(self.part(bn, &[h], shared)?.data);
+            match self.cfg.biased(name) {
+                true => b.extend(self.part(bn, &[h], shared)?.data),
+                false => b.extend(std::iter::repeat_n(0.0, h)),
+            }
         }
         let mut fused = Tensor::new(vec![3 * h, h], w);
         if quants.len() == 3 {
@@ -796,7 +865,14 @@ impl Plan {
             let i_size = cfg.intermediate_size;
             match (gated, cfg.gate_act) {
                 (Some(gate_up), Some(act)) => {
-                    let ffn_in = b.layer_linear(t.ffn_in, i, h, 2 * i_size)?;
+                    let ffn_in = match t.ffn_gate {
+                        FfnGate::Module(gate) => b.stacked(&[gate, t.ffn_in], i, h, i_size)?,
+                        FfnGate::First => b.layer_linear(t.ffn_in, i, h, 2 * i_size)?,
+                        FfnGate::Second => {
+                            let l = b.layer_linear(t.ffn_in, i, h, 2 * i_size)?;
+                            b.swap_halves(l)?
+                        }
+                    };
                     b.op_linear(mlp_in, ffn_in, Activation::None, gate_up);
                     b.ops.push(Op::Gate {
                         x: gate_up,

@@ -7,7 +7,8 @@ use super::config::ModelConfig;
 use super::weights::{BlockQuant, ChannelQuant, Quant, Tensor, Weights};
 
 /// Standard shapes by name: `bert-base`, `bert-large`, `minilm-l6`; or any, written
-/// `HIDDENxLAYERSxHEADSxINTERMEDIATE` (`768x12x12x4608`).
+/// `HIDDENxLAYERSxHEADSxINTERMEDIATE` (`768x12x12x4608`). [`random_model`] also takes
+/// `config`: the config's own sizes.
 pub fn shape(name: &str) -> Option<(usize, usize, usize, usize)> {
     // (hidden, layers, heads, intermediate)
     match name {
@@ -75,7 +76,20 @@ pub fn random_model(
     name: &str,
     fabricate: Fabricate,
 ) -> Option<(ModelConfig, Weights)> {
+    if name == "config" {
+        return Some((cfg, Weights::fabricated(fabricate)));
+    }
     let (h, layers, heads, inter) = shape(name)?;
+    // Rotary keeps its share of the head, sliding windows their layer pattern.
+    let old_head = cfg.head_dim();
+    if let Some(r) = &mut cfg.rotary {
+        r.dim = (h / heads * r.dim / old_head) & !1;
+    }
+    let period = (1..=cfg.windows.len())
+        .find(|&p| (cfg.windows.iter().enumerate()).all(|(i, w)| *w == cfg.windows[i % p]));
+    if let Some(p) = period {
+        cfg.windows = (0..layers).map(|i| cfg.windows[i % p]).collect();
+    }
     cfg.hidden_size = h;
     cfg.embedding_size = h;
     cfg.num_layers = layers;

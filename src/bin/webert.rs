@@ -726,8 +726,9 @@ mod bench {
         warmup: usize,
         #[arg(long, value_enum, default_value = "cpu")]
         backend: Device,
-        /// Time a standard shape (bert-base, bert-large, minilm-l6) with random weights,
-        /// using --model only for its tokenizer and vocabulary
+        /// Time a standard shape (bert-base, bert-large, minilm-l6, HxLxAxI, or `config`: the
+        /// folder's own) of the folder's family with random weights, using --model only for
+        /// its config and tokenizer
         #[arg(long)]
         shape: Option<String>,
         /// Run the task head too; with a GPU, also time the head alone on the CPU
@@ -740,12 +741,19 @@ mod bench {
     }
 
     async fn load(a: &BenchArgs) -> Result<Engine> {
-        let files = a.model.files()?;
         let options = super::cli::options(a.backend)?;
         let Some(shape) = &a.shape else {
-            return Engine::load(files, options).await;
+            return Engine::load(a.model.files()?, options).await;
         };
-        let (config, tokenizer, _) = files.load()?;
+        // A local folder needs no weights here (its config at `--shape config`).
+        let local = std::path::Path::new(&a.model.model);
+        let (config, tokenizer) = match local.is_dir() {
+            true => webert::model::ModelFiles::config_and_tokenizer_of(local)?,
+            false => {
+                let (config, tokenizer, _) = a.model.files()?.load()?;
+                (config, tokenizer)
+            }
+        };
         let quantize = match a.quant.as_deref() {
             None => None,
             Some(q @ ("q4" | "q8")) => Some(q == "q8"),
@@ -755,7 +763,7 @@ mod bench {
         let (config, weights) = webert::model::synthetic::random_model(config, shape, fabricate)
             .ok_or_else(|| {
                 Error::Input(format!(
-                    "unknown shape `{shape}`; use bert-base, bert-large or minilm-l6"
+                    "unknown shape `{shape}`; use bert-base, bert-large, minilm-l6, HxLxAxI or config"
                 ))
             })?;
         Engine::build(config, tokenizer, weights, options).await

@@ -15,6 +15,11 @@ const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
 const GEMM_OUT: &str = include_str!("../../shaders/gemm_out.wgsl");
 const ATTENTION_IO: &str = include_str!("../../shaders/attention_io.wgsl");
 
+/// Widest head the per-row attention kernel takes: on lavapipe it goes wrong with 64-wide
+/// heads past ~490 keys (all rows of the layer; cause not found, see docs/performance.md), so
+/// wider heads take the tiled kernel there too.
+const LANES_HEAD_DIM: usize = 32;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kernel {
     Embeddings,
@@ -151,7 +156,7 @@ impl Kernel {
     pub fn attention(choice: &KernelChoice, head_dim: usize) -> Kernel {
         if head_dim > super::TILED_HEAD_DIM {
             Kernel::AttentionWide
-        } else if choice.lanes {
+        } else if choice.lanes && head_dim <= LANES_HEAD_DIM {
             Kernel::AttentionLanes
         } else {
             Kernel::Attention

@@ -251,6 +251,25 @@ impl ModelFiles {
     /// as f32: by the sizes `config.json` declares, before any weight file is read, then by
     /// the shapes each file declares, before converting it.
     pub fn load_within(mut self, budget: u64) -> Result<(ModelConfig, TextTokenizer, Weights)> {
+        let (config, tokenizer) = self.config_and_tokenizer(budget)?;
+        let weights = self.weights_within(config.model_type, budget)?;
+        Ok((config, tokenizer, weights))
+    }
+
+    /// The config and tokenizer of a folder without weights (timing a family's shape with
+    /// seeded weights: `webert bench --shape config`).
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    pub fn config_and_tokenizer_of(dir: &std::path::Path) -> Result<(ModelConfig, TextTokenizer)> {
+        let mut files = ModelFiles::new(dir.display().to_string());
+        for name in ["config.json", "tokenizer.json", "tokenizer_config.json"] {
+            if let Ok(bytes) = std::fs::read(dir.join(name)) {
+                files.add(name, bytes);
+            }
+        }
+        files.config_and_tokenizer(super::budget::DEFAULT)
+    }
+
+    fn config_and_tokenizer(&mut self, budget: u64) -> Result<(ModelConfig, TextTokenizer)> {
         let origin = self.origin.clone();
         let cfg_text = self
             .text("config.json")?
@@ -278,8 +297,11 @@ impl ModelFiles {
         })?;
         let tok_cfg = self.text("tokenizer_config.json")?;
         let tokenizer = TextTokenizer::from_json(&tok_json, tok_cfg.as_deref())?;
-        drop(tok_json);
+        Ok((config, tokenizer))
+    }
 
+    fn weights_within(&mut self, model_type: super::ModelType, budget: u64) -> Result<Weights> {
+        let origin = self.origin.clone();
         let mut weights = Weights::default();
         let mut names: Vec<String> = self.files.iter().map(|(n, _)| n.clone()).collect();
         names.sort();
@@ -298,9 +320,9 @@ impl ModelFiles {
                 .take(&onnx)
                 .ok_or_else(|| Error::NoWeights(origin.clone()))?;
             let file = format!("{origin}/{onnx}");
-            weights = super::onnx::import_within(&file, &bytes, config.model_type, budget)?;
+            weights = super::onnx::import_within(&file, &bytes, model_type, budget)?;
         }
-        Ok((config, tokenizer, weights))
+        Ok(weights)
     }
 }
 

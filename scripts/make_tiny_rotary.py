@@ -25,6 +25,10 @@ make_tiny_models.py's first). **The weights are random and mean nothing.** What 
         the space before it), TemplateProcessing `[CLS] $A [SEP]` / `[CLS] $A [SEP] $B [SEP]`, type
         ids all 0, and no token_type_ids given to the model.
 
+  * nomic-bert-hub: NomicBertModel with config.json as nomic-embed-text-v1.5's remote code has it
+    (n_embd, activation_function swiglu, rotary_emb_base, max_trained_positions 2048 beside
+    n_positions 8192 and rotary_scaling_factor 2, ...); the golden is transformers 5's NomicBertModel
+    on the same weights (the file is what both write), within the trained 2048 positions.
   * NomicBERT and GTE as transformers 5 has them in-library (JinaEmbeddingsV3's layer: separate
     q / k / v / o projections, post-norm, gate / up / down MLP, rotate-half rotary positions, no
     position table): nomic-bert-* (no biases in the layers, SiLU gate, rope_theta 1000, WordPiece
@@ -57,6 +61,7 @@ from transformers import (  # noqa: E402
     NomicBertConfig,
     NomicBertForMaskedLM,
     NomicBertForSequenceClassification,
+    NomicBertModel,
     ModernBertConfig,
     ModernBertForMaskedLM,
     ModernBertForQuestionAnswering,
@@ -190,6 +195,68 @@ def build_nomic(cls, **kw):
     return b
 
 
+def nomic_hub_layout(out: Path):
+    """Rewrites config.json as nomic-ai/nomic-embed-text-v1.5's (remote code): n_embd / n_head /
+    n_layer / n_inner, activation_function swiglu, rotary_emb_*, layer_norm_epsilon, the bias and
+    norm switches, max_trained_positions beside the NTK-extended n_positions."""
+    p = out / "config.json"
+    c = json.load(open(p))
+    hub = {
+        "activation_function": "swiglu",
+        "architectures": ["NomicBertModel"],
+        "auto_map": {
+            "AutoConfig": "nomic-ai/nomic-bert-2048--configuration_hf_nomic_bert.NomicBertConfig",
+            "AutoModel": "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel",
+        },
+        "bos_token_id": None,
+        "causal": False,
+        "dense_seq_output": True,
+        "embd_pdrop": 0.0,
+        "eos_token_id": None,
+        "fused_bias_fc": True,
+        "fused_dropout_add_ln": True,
+        "initializer_range": 0.02,
+        "layer_norm_epsilon": c["layer_norm_eps"],
+        "max_trained_positions": 2048,
+        "mlp_fc1_bias": False,
+        "mlp_fc2_bias": False,
+        "model_type": "nomic_bert",
+        "n_embd": c["hidden_size"],
+        "n_head": c["num_attention_heads"],
+        "n_inner": c["intermediate_size"],
+        "n_layer": c["num_hidden_layers"],
+        "n_positions": 8192,
+        "pad_vocab_size_multiple": 64,
+        "parallel_block": False,
+        "parallel_block_tied_norm": False,
+        "prenorm": False,
+        "qkv_proj_bias": False,
+        "reorder_and_upcast_attn": False,
+        "resid_pdrop": 0.0,
+        "rotary_emb_base": c["rope_parameters"]["rope_theta"],
+        "rotary_emb_fraction": 1.0,
+        "rotary_emb_interleaved": False,
+        "rotary_emb_scale_base": None,
+        "rotary_scaling_factor": 2,
+        "scale_attn_by_inverse_layer_idx": False,
+        "scale_attn_weights": True,
+        "summary_activation": None,
+        "summary_first_dropout": 0.0,
+        "summary_proj_to_labels": True,
+        "summary_type": "cls_index",
+        "summary_use_proj": True,
+        "torch_dtype": "float32",
+        "transformers_version": "4.34.0",
+        "type_vocab_size": c["type_vocab_size"],
+        "use_cache": True,
+        "use_flash_attn": True,
+        "use_rms_norm": False,
+        "use_xentropy": True,
+        "vocab_size": c["vocab_size"],
+    }
+    mtf.write_json(p, hub)
+
+
 def build_gte(cls, **kw):
     def b(seed):
         tok = mtm.unigram_tokenizer(512)
@@ -256,6 +323,14 @@ SPECS = {
         cases=mtf.with_long(mlm_cases("[MASK]"), case("long_masks", mtf.long_mlm(MID, "[MASK]"))),
         longest=(120, 400),
     ),
+    "nomic-bert-hub": dict(
+        build=build_nomic(NomicBertModel),
+        seed=265,
+        head="base",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+        nomic_hub=True,
+    ),
     "gte-seqcls": dict(
         build=build_gte(GteForSequenceClassification, **labels_kw(SEQ3)),
         seed=263,
@@ -294,10 +369,16 @@ def main():
         mtf.save(model, tok, out, spec)
         if hub:
             hub_layout(out)
+        if spec.get("nomic_hub"):
+            # reloaded by transformers 5 first; the Hub's config has no transformers class
+            gm = type(model).from_pretrained(out, dtype=torch.float32).eval()
+            nomic_hub_layout(out)
         # transformers 5 saves NomicBERT and GTE in their Hub layouts (emb_ln, Wqkv, fc11, ...;
         # qkv_proj, up_gate_proj, ...) and renames them back on load: the reloaded model is
         # compared with the in-memory one below, not the file with it.
-        if name.startswith(("nomic", "gte")):
+        if spec.get("nomic_hub"):
+            pass
+        elif name.startswith(("nomic", "gte")):
             gm = type(model).from_pretrained(out, dtype=torch.float32).eval()
         else:
             gm = mtf.reload(model, out, spec)

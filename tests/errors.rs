@@ -102,7 +102,7 @@ fn broken_model_folders_name_what_is_wrong() {
     assert!(edit(
         "act",
         "\"hidden_act\": \"gelu\"",
-        "\"hidden_act\": \"swish\""
+        "\"hidden_act\": \"mish\""
     )
     .contains("hidden_act"));
 }
@@ -340,7 +340,7 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             Err(e) => e.to_string(),
         }
     };
-    let cases: [(&str, Edit, &str); 14] = [
+    let cases: [(&str, Edit, &str); 16] = [
         ("mpnet-mlm", &|c| drop(c.remove("vocab_size")), "missing `vocab_size`"),
         (
             "mpnet-mlm",
@@ -402,6 +402,16 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             "modernbert-mlm",
             &|c| drop(c.insert("hidden_activation".into(), "mish".into())),
             "unsupported hidden_act `mish`",
+        ),
+        (
+            "nomic-bert-hub",
+            &|c| drop(c.insert("prenorm".into(), true.into())),
+            "nomic_bert with `prenorm: true` is not supported",
+        ),
+        (
+            "nomic-bert-hub",
+            &|c| drop(c.remove("n_embd")),
+            "missing `hidden_size`",
         ),
     ];
     for (name, edit, want) in cases {

@@ -475,6 +475,16 @@ fn nomic_bert_mlm() {
     check("nomic-bert-mlm");
 }
 
+/// nomic-embed-text-v1.5's config keys (remote code) on the same layout: read as transformers
+/// 5's, and limited to the trained 2048 positions (its NTK extension past them is not built).
+#[test]
+fn nomic_bert_hub_config() {
+    check("nomic-bert-hub");
+    let e = try_engine(&tiny_dir("nomic-bert-hub")).unwrap();
+    assert_eq!(e.config.max_sequence_len(), 2048);
+    assert_eq!(e.config.gate_act, Some(webert::model::Activation::Silu));
+}
+
 #[test]
 fn gte_seqcls_up_gate() {
     check("gte-seqcls");
@@ -529,6 +539,7 @@ fn every_tiny_folder_is_tested() {
             "mpnet-qa",
             "mpnet-seqcls",
             "mpnet-tokcls",
+            "nomic-bert-hub",
             "nomic-bert-mlm",
             "nomic-bert-seqcls",
             "roberta-seqcls",

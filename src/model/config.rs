@@ -210,7 +210,14 @@ impl ModelConfig {
         };
         let keys = &fam.keys;
         let hidden_size = need(keys.hidden)?;
-        let act_name = text_of(keys.act).unwrap_or_else(|| keys.default_act.to_string());
+        let act_name = (keys.act.iter().find_map(|k| text_of(k)))
+            .unwrap_or_else(|| keys.default_act.to_string());
+        // A gated MLP's config may name the gate's kind (NomicBERT's `swiglu`).
+        let act_name = match (fam.mlp, act_name.as_str()) {
+            (Mlp::GatedHiddenAct, "swiglu") => "silu".to_string(),
+            (Mlp::GatedHiddenAct, "geglu") => "gelu".to_string(),
+            _ => act_name,
+        };
         let pad_token_id = get(&["pad_token_id"]).and_then(|x| u32::try_from(x).ok());
         let position_offset = match fam.positions {
             Positions::AfterPadding => (pad_token_id.unwrap_or(1) as usize).saturating_add(1),
@@ -237,6 +244,14 @@ impl ModelConfig {
                     ));
                 }
             }
+        }
+        if let Some(flag) =
+            (fam.unbuilt_flags.iter()).find(|k| obj.get(**k).and_then(Value::as_bool) == Some(true))
+        {
+            return Err(Error::config(
+                file,
+                format!("{mt} with `{flag}: true` is not supported"),
+            ));
         }
         let gate_act = match fam.mlp {
             Mlp::Plain => None,
@@ -298,7 +313,7 @@ impl ModelConfig {
             intermediate_size: need(keys.intermediate)?,
             hidden_act: Activation::parse(file, &act_name)?,
             gate_act,
-            max_position_embeddings: need(&["max_position_embeddings"])?,
+            max_position_embeddings: need(keys.positions)?,
             type_vocab_size: if !fam.token_types {
                 0
             } else {
@@ -307,9 +322,8 @@ impl ModelConfig {
                     None => fam.default_type_vocab_size,
                 }
             },
-            layer_norm_eps: obj
-                .get(keys.norm_eps)
-                .and_then(Value::as_f64)
+            layer_norm_eps: (keys.norm_eps.iter())
+                .find_map(|k| obj.get(*k).and_then(Value::as_f64))
                 .unwrap_or(fam.default_norm_eps) as f32,
             pad_token_id,
             position_offset,
@@ -647,6 +661,7 @@ fn rotary(
     }
     let fraction = f64_of(global, "partial_rotary_factor")
         .or_else(|| key_f64("partial_rotary_factor"))
+        .or_else(|| key_f64("rotary_emb_fraction"))
         .unwrap_or(1.0);
     let dim = ((head_dim as f64 * fraction) as usize) & !1;
     if dim == 0 || dim > head_dim {

@@ -141,9 +141,10 @@ pub struct ConfigKeys {
     pub layers: &'static [&'static str],
     pub heads: &'static [&'static str],
     pub intermediate: &'static [&'static str],
-    pub act: &'static str,
+    pub act: &'static [&'static str],
     pub default_act: &'static str,
-    pub norm_eps: &'static str,
+    pub norm_eps: &'static [&'static str],
+    pub positions: &'static [&'static str],
 }
 
 const BERT_KEYS: ConfigKeys = ConfigKeys {
@@ -151,9 +152,10 @@ const BERT_KEYS: ConfigKeys = ConfigKeys {
     layers: &["num_hidden_layers"],
     heads: &["num_attention_heads"],
     intermediate: &["intermediate_size"],
-    act: "hidden_act",
+    act: &["hidden_act"],
     default_act: "gelu",
-    norm_eps: "layer_norm_eps",
+    norm_eps: &["layer_norm_eps"],
+    positions: &["max_position_embeddings"],
 };
 
 /// Module names of the embeddings (`.weight` / `.bias` are appended).
@@ -317,6 +319,9 @@ pub struct Family {
     /// Biases the config switches (ModernBERT's `attention_bias`, `norm_bias`, ...); a norm
     /// without a bias adds zeros.
     pub bias_switches: &'static [BiasSwitch],
+    /// Boolean config keys that select a variant webert does not build when true (refused
+    /// at load by name).
+    pub unbuilt_flags: &'static [&'static str],
     pub mlp: Mlp,
     pub distance_bias: DistanceBias,
     pub rotary: Option<Rotary>,
@@ -359,6 +364,7 @@ const BERT: Family = Family {
     layer: BERT_LAYER,
     unbiased: &[],
     bias_switches: &[],
+    unbuilt_flags: &[],
     mlp: Mlp::Plain,
     distance_bias: DistanceBias::None,
     rotary: None,
@@ -435,9 +441,9 @@ pub const FAMILIES: &[Family] = &[
             layers: &["n_layers"],
             heads: &["n_heads"],
             intermediate: &["hidden_dim"],
-            act: "activation",
+            act: &["activation"],
             default_act: "gelu",
-            norm_eps: "layer_norm_eps",
+            ..BERT_KEYS
         },
         token_types: false,
         layer: LayerTemplates {
@@ -676,8 +682,8 @@ pub const FAMILIES: &[Family] = &[
         class: "ModernBert",
         prefix: "model",
         keys: ConfigKeys {
-            act: "hidden_activation",
-            norm_eps: "norm_eps",
+            act: &["hidden_activation"],
+            norm_eps: &["norm_eps"],
             ..BERT_KEYS
         },
         token_types: false,
@@ -777,24 +783,56 @@ pub const FAMILIES: &[Family] = &[
         names: &["nomic_bert"],
         class: "NomicBert",
         prefix: "nomic_bert",
+        // transformers 5's keys, else the Hub's remote-code ones (`activation_function`
+        // swiglu, trained positions before the NTK-extended `n_positions`).
+        keys: ConfigKeys {
+            hidden: &["hidden_size", "n_embd"],
+            layers: &["num_hidden_layers", "n_layer"],
+            heads: &["num_attention_heads", "n_head"],
+            intermediate: &["intermediate_size", "n_inner"],
+            act: &["hidden_act", "activation_function"],
+            default_act: "silu",
+            norm_eps: &["layer_norm_eps", "layer_norm_epsilon"],
+            positions: &[
+                "max_position_embeddings",
+                "max_trained_positions",
+                "n_positions",
+            ],
+        },
         positions: Positions::None,
         embeddings: EmbeddingNames {
             norm: "emb_ln",
             ..BERT_EMBEDDINGS
         },
         layer: NOMIC_LAYER,
-        unbiased: &[
-            "encoder.layers.{i}.attn.Wqkv",
-            "encoder.layers.{i}.attn.out_proj",
-            "encoder.layers.{i}.mlp.fc11",
-            "encoder.layers.{i}.mlp.fc12",
-            "encoder.layers.{i}.mlp.fc2",
+        // The remote code's switches (false in the published checkpoints; transformers 5
+        // has no biases there and no such keys).
+        bias_switches: &[
+            BiasSwitch {
+                key: "qkv_proj_bias",
+                default: false,
+                modules: &[
+                    "encoder.layers.{i}.attn.Wqkv",
+                    "encoder.layers.{i}.attn.out_proj",
+                ],
+            },
+            BiasSwitch {
+                key: "mlp_fc1_bias",
+                default: false,
+                modules: &["encoder.layers.{i}.mlp.fc11", "encoder.layers.{i}.mlp.fc12"],
+            },
+            BiasSwitch {
+                key: "mlp_fc2_bias",
+                default: false,
+                modules: &["encoder.layers.{i}.mlp.fc2"],
+            },
         ],
+        unbuilt_flags: &["prenorm", "causal", "rotary_emb_interleaved"],
         mlp: Mlp::GatedHiddenAct,
         rotary: Some(Rotary {
             interleaved: false,
             theta: 1000.0,
-            theta_keys: &["rope_theta"],
+            theta_keys: &["rope_theta", "rotary_emb_base"],
             value_key: None,
             local: None,
         }),

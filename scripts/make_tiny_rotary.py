@@ -161,21 +161,9 @@ def build(cls, positions=512, **kw):
     return b
 
 
-def nomic_cfg(tok, **kw):
-    return NomicBertConfig(
-        vocab_size=len(tok),
-        hidden_size=mtm.TINY["hidden"],
-        num_hidden_layers=mtm.TINY["layers"],
-        num_attention_heads=mtm.TINY["heads"],
-        intermediate_size=mtm.TINY["inter"],
-        max_position_embeddings=512,
-        pad_token_id=tok.pad_token_id,
-        **kw,
-    )
-
-
-def gte_cfg(tok, **kw):
-    return GteConfig(
+def tiny_cfg(config_cls, tok, **kw):
+    """The tiny sizes in a NomicBERT or GTE config."""
+    return config_cls(
         vocab_size=len(tok),
         hidden_size=mtm.TINY["hidden"],
         num_hidden_layers=mtm.TINY["layers"],
@@ -190,7 +178,7 @@ def gte_cfg(tok, **kw):
 def build_nomic(cls, **kw):
     def b(seed):
         tok = mtm.wordpiece_tokenizer(BertTokenizer, cased=False, max_len=512)
-        return cls(nomic_cfg(tok, **kw)), tok
+        return cls(tiny_cfg(NomicBertConfig, tok, **kw)), tok
 
     return b
 
@@ -260,7 +248,7 @@ def nomic_hub_layout(out: Path):
 def build_gte(cls, **kw):
     def b(seed):
         tok = mtm.unigram_tokenizer(512)
-        return cls(gte_cfg(tok, **kw)), tok
+        return cls(tiny_cfg(GteConfig, tok, **kw)), tok
 
     return b
 

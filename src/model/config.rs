@@ -744,3 +744,64 @@ fn parse_labels(file: &str, v: Option<&Value>) -> Result<Vec<String>> {
     }
     Ok(labels)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn modernbert(extra: &str) -> ModelConfig {
+        let json = format!(
+            r#"{{"model_type": "modernbert", "vocab_size": 50, "hidden_size": 64,
+            "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 96,
+            "max_position_embeddings": 128{extra}}}"#
+        );
+        ModelConfig::from_json("config.json", &json).unwrap()
+    }
+
+    #[test]
+    fn rotary_settings_from_either_config_layout() {
+        // The defaults: global every 3rd layer, windows of 128 / 2, bases 160000 and 10000.
+        let c = modernbert("");
+        assert_eq!(c.windows, [None, Some(64), Some(64), None]);
+        let r = c.rotary.unwrap();
+        assert_eq!(
+            (r.dim, r.theta, r.local_theta),
+            (16, 160_000.0, Some(10_000.0))
+        );
+        assert!(!r.interleaved && !r.value);
+        // The Hub's keys.
+        let c = modernbert(
+            r#", "global_attn_every_n_layers": 2, "local_attention": 8,
+            "global_rope_theta": 5e5, "local_rope_theta": 1e3"#,
+        );
+        assert_eq!(c.windows, [None, Some(4), None, Some(4)]);
+        let r = c.rotary.unwrap();
+        assert_eq!((r.theta, r.local_theta), (5e5, Some(1e3)));
+        // transformers 5's, which win over the older keys.
+        let c = modernbert(
+            r#", "global_attn_every_n_layers": 2, "layer_types": ["sliding_attention",
+            "full_attention", "full_attention", "sliding_attention"], "rope_parameters":
+            {"full_attention": {"rope_type": "default", "rope_theta": 7.0},
+             "sliding_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 3.0}}"#,
+        );
+        assert_eq!(c.windows, [Some(64), None, None, Some(64)]);
+        let r = c.rotary.unwrap();
+        assert_eq!(
+            (r.theta, r.local_theta, r.position_scale),
+            (7.0, Some(3.0), 0.25)
+        );
+        // A share of each head, rounded down to an even count.
+        let c = modernbert(r#", "partial_rotary_factor": 0.4"#);
+        assert_eq!(c.rotary.unwrap().dim, 6);
+    }
+
+    #[test]
+    fn bias_switches_name_their_modules() {
+        let c = modernbert(r#", "mlp_bias": true"#);
+        assert!(c.biased("layers.3.mlp.Wi") && c.biased("layers.0.mlp.Wo"));
+        assert!(!c.biased("layers.3.attn.Wqkv") && !c.biased("final_norm"));
+        assert!(c.biased("decoder") && c.biased("classifier"));
+        let c = modernbert(r#", "decoder_bias": false, "norm_bias": true"#);
+        assert!(!c.biased("decoder") && c.biased("layers.1.mlp_norm"));
+    }
+}

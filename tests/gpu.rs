@@ -851,17 +851,14 @@ fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
     let timings = gpu.gpu_gemm_timings();
     assert!(!timings.is_empty());
     for line in &timings {
-        // Each shape's candidates repeat (beyond once per weight: 2 or 3 here) until the
-        // rule's pass lasts 20 rounding steps, or 512 times; the best of the later rounds may
-        // come in under that (a shared machine's noise), not under half. On a loaded machine
-        // (other GPU tests share lavapipe's threads) one pass per weight may already last
-        // that long: then none repeats.
+        // Each shape's candidates repeat (beyond once per weight) until the rule's pass lasts
+        // 20 rounding steps, or 512 times; the best of the later rounds may come in under
+        // that (a shared machine's noise), not under half. On a loaded machine (other GPU
+        // tests share lavapipe's threads) one run per weight may already last that long: then
+        // none repeats, and a shape with one weight runs once.
         let timed = candidate_timings(line);
         let (rule_ms, reps) = timed[0];
-        assert!(
-            reps >= 2 && (rule_ms * reps as f64 >= 1.0 || reps == 512),
-            "{line}"
-        );
+        assert!(rule_ms * reps as f64 >= 1.0 || reps == 512, "{line}");
         assert!(timed.iter().all(|&(ms, n)| ms > 0.0 && n == reps), "{line}");
     }
 }

@@ -70,6 +70,15 @@ FAMILY_CASES = [
     ('deberta-v3-mlm', AutoModelForMaskedLM, None),
     ('deberta-v3-qa', AutoModelForQuestionAnswering, 'D_SHORT'),
     ('albert-mlm', AutoModelForMaskedLM, None),
+    # scripts/make_tiny_rotary.py's ModernBERT (sdpa attention, as optimum exports it): rotary
+    # tables computed in the graph, the sliding window's mask, pre-norm layers; the long text
+    # is past the local window (LONG, 618 tokens, where the positions allow it; else MID; the
+    # masked LM keeps to the short texts, 25 tokens, past its 17-token window, for a small golden).
+    ('modernbert-mlm', AutoModelForMaskedLM, None),
+    ('modernbert-seqcls', AutoModelForSequenceClassification, 'LONG'),
+    ('modernbert-seqcls-mean', AutoModelForSequenceClassification, 'MID'),
+    ('modernbert-tokcls', AutoModelForTokenClassification, 'MID'),
+    ('modernbert-qa', AutoModelForQuestionAnswering, 'D_MID'),
 ]
 # Also quantized with the exporter's Identity nodes kept (model_int8.onnx, golden dtype `int8`):
 # ALBERT's first layer then reads q8 weights and the others f32; DeBERTa's relative embeddings are

@@ -121,9 +121,28 @@ fn text_diff(e: &Engine, row: &serde_json::Value, hidden: bool, what: &str) -> f
     worst
 }
 
+/// ModernBERT (pre-norm, fused Q/K/V, GeGLU, rotary tables computed in the graph from its
+/// frequencies, sliding-window masks): every head, the long text past the local window.
+const ROTARY_FOLDERS: [&str; 5] = [
+    "modernbert-mlm",
+    "modernbert-seqcls",
+    "modernbert-seqcls-mean",
+    "modernbert-tokcls",
+    "modernbert-qa",
+];
+
 #[test]
 fn torch_exports_of_other_families_match_onnxruntime() {
-    for name in FOLDERS {
+    match_onnxruntime(&FOLDERS);
+}
+
+#[test]
+fn torch_exports_of_rotary_families_match_onnxruntime() {
+    match_onnxruntime(&ROTARY_FOLDERS);
+}
+
+fn match_onnxruntime(folders: &[&str]) {
+    for &name in folders {
         let dir = root().join("tests/tiny").join(name);
         let exports = root().join("tests/onnx-exports").join(name);
         let golden = std::fs::read_to_string(exports.join("onnx_golden.json")).unwrap();
@@ -155,5 +174,56 @@ fn torch_exports_of_other_families_match_onnxruntime() {
                 assert!(worst < 1e-4, "{what}: max {unit} {worst}");
             }
         }
+    }
+}
+
+/// What a graph computes besides its weights must be what its config says: a ModernBERT
+/// export loaded with a config of another window, rotary base or pooling is refused, naming
+/// the difference, rather than run with the config's settings.
+#[test]
+fn a_graph_that_disagrees_with_its_config_is_refused() {
+    let name = "modernbert-seqcls";
+    let dir = root().join("tests/tiny").join(name);
+    let exports = root().join("tests/onnx-exports").join(name);
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &str); 4] = [
+        (
+            "local_attention",
+            |c| c["local_attention"] = 32.into(),
+            "layer 1 attends within 8 tokens either side in the graph, within 16 tokens either side by config.json",
+        ),
+        (
+            "layer_types",
+            |c| c["layer_types"][1] = "full_attention".into(),
+            "layer 1 attends within 8 tokens either side in the graph, globally by config.json",
+        ),
+        (
+            "rope_theta",
+            |c| c["rope_parameters"]["full_attention"]["rope_theta"] = 20000.0.into(),
+            "layer 0's rotary frequencies in the graph",
+        ),
+        (
+            "classifier_pooling",
+            |c| c["classifier_pooling"] = "mean".into(),
+            "the graph's sequence head reads its first token, config.json's the mean of its tokens",
+        ),
+    ];
+    for (key, edit, want) in cases {
+        let folder = onnx_only(&dir, &exports, "fp32");
+        let path = folder.join("config.json");
+        let mut cfg: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        edit(&mut cfg);
+        std::fs::write(&path, cfg.to_string()).unwrap();
+        let files = ModelFiles::from_dir_dtype(&folder, Some("fp32")).unwrap();
+        let err = match block_on(Engine::load(files, LoadOptions::cpu())) {
+            Ok(_) => panic!("{key}: loaded"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            err.contains("the graph disagrees with config.json"),
+            "{key}: {err}"
+        );
+        assert!(err.contains(want), "{key}: {err}");
     }
 }

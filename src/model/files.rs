@@ -252,7 +252,7 @@ impl ModelFiles {
     /// the shapes each file declares, before converting it.
     pub fn load_within(mut self, budget: u64) -> Result<(ModelConfig, TextTokenizer, Weights)> {
         let (config, tokenizer) = self.config_and_tokenizer(budget)?;
-        let weights = self.weights_within(config.model_type, budget)?;
+        let weights = self.weights_within(&config, budget)?;
         Ok((config, tokenizer, weights))
     }
 
@@ -300,7 +300,7 @@ impl ModelFiles {
         Ok((config, tokenizer))
     }
 
-    fn weights_within(&mut self, model_type: super::ModelType, budget: u64) -> Result<Weights> {
+    fn weights_within(&mut self, config: &super::ModelConfig, budget: u64) -> Result<Weights> {
         let origin = self.origin.clone();
         let mut weights = Weights::default();
         let mut names: Vec<String> = self.files.iter().map(|(n, _)| n.clone()).collect();
@@ -320,7 +320,7 @@ impl ModelFiles {
                 .take(&onnx)
                 .ok_or_else(|| Error::NoWeights(origin.clone()))?;
             let file = format!("{origin}/{onnx}");
-            weights = super::onnx::import_within(&file, &bytes, model_type, budget)?;
+            weights = super::onnx::import_checked(&file, &bytes, config, budget)?;
         }
         Ok(weights)
     }

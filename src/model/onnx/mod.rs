@@ -10,6 +10,7 @@
 //! through their dequantization (`resolve`, `ops.rs`). A weight-carrying node the walk does
 //! not explain is an error naming the node and its operator.
 
+mod facts;
 mod ops;
 mod proto;
 mod structure;
@@ -89,6 +90,15 @@ pub fn import_onnx_within(
     family: ModelType,
     budget: u64,
 ) -> Result<Vec<ImportedTensor>, OnnxError> {
+    walk_within(bytes, family, budget).map(|(tensors, _)| tensors)
+}
+
+/// As [`import_onnx_within`], with what the graph computes besides weights.
+fn walk_within(
+    bytes: &[u8],
+    family: ModelType,
+    budget: u64,
+) -> Result<(Vec<ImportedTensor>, facts::GraphFacts), OnnxError> {
     if let Some(heap) = wire::decoded_heap(bytes) {
         if heap > budget {
             return Err(OnnxError::Budget {
@@ -567,7 +577,28 @@ pub fn import_within(
     family: ModelType,
     budget: u64,
 ) -> crate::Result<super::Weights> {
-    let tensors = import_onnx_within(bytes, family, budget).map_err(|e| match e {
+    import_for(file, bytes, family, None, budget)
+}
+
+/// As [`import_within`] for the model `cfg` describes: what the graph computes that the
+/// config also says (rotary frequencies, sliding windows, the head's pooling) must agree.
+pub fn import_checked(
+    file: &str,
+    bytes: &[u8],
+    cfg: &super::ModelConfig,
+    budget: u64,
+) -> crate::Result<super::Weights> {
+    import_for(file, bytes, cfg.model_type, Some(cfg), budget)
+}
+
+fn import_for(
+    file: &str,
+    bytes: &[u8],
+    family: ModelType,
+    cfg: Option<&super::ModelConfig>,
+    budget: u64,
+) -> crate::Result<super::Weights> {
+    let (tensors, facts) = walk_within(bytes, family, budget).map_err(|e| match e {
         OnnxError::Budget {
             what,
             needs,
@@ -582,6 +613,12 @@ pub fn import_within(
             msg: e.to_string(),
         },
     })?;
+    if let Some(cfg) = cfg {
+        facts.check(cfg).map_err(|msg| crate::Error::Onnx {
+            file: file.to_string(),
+            msg: format!("the graph disagrees with config.json: {msg}"),
+        })?;
+    }
     let mut w = super::Weights::default();
     for t in tensors {
         let mut tensor = super::Tensor::new(t.shape, t.data);

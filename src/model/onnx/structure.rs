@@ -24,18 +24,24 @@
 //! once; DeBERTa's `LayerNorm(embeddings) * mask` is followed to the first layer.
 
 use super::super::config::ModelType;
-use super::super::family::{layer_names, DistanceBias, Family, Mlp, Positions};
+use super::super::family::{layer_names, matches_template, DistanceBias, Family, Mlp};
+use super::super::family::{NormPlacement, Positions};
 use super::super::heads::{mlm_names, sequence_head_names};
 use super::super::positions::alibi_slopes;
+use super::facts::GraphFacts;
 use super::ops::{is_linear_op, Linear};
 use super::proto::{GraphProto, NodeProto};
 use super::{attr_i, input, node_err, output, tensor, ImportedTensor, Importer, OnnxError, Value};
 use std::collections::{HashSet, VecDeque};
 
+mod prenorm;
+mod transform_head;
+
 struct Norm<'a> {
     node: &'a NodeProto,
     gamma: Value,
-    beta: Value,
+    /// `None` where the norm adds no bias (ModernBERT's `norm_bias: false`).
+    beta: Option<Value>,
     out: String,
 }
 
@@ -90,7 +96,7 @@ pub(super) fn walk(
     imp: Importer,
     graph: &GraphProto,
     family: ModelType,
-) -> Result<Vec<ImportedTensor>, OnnxError> {
+) -> Result<(Vec<ImportedTensor>, GraphFacts), OnnxError> {
     let fam = family.family();
     if fam.layer.interleaved_qkv.is_some() {
         return Err(OnnxError::Unsupported(format!(
@@ -98,7 +104,7 @@ pub(super) fn walk(
             fam.class
         )));
     }
-    if fam.rotary.is_some() {
+    if fam.rotary.is_some() && fam.norms == NormPlacement::Post {
         return Err(OnnxError::Unsupported(format!(
             "{}'s rotary positions are not followed in ONNX graphs yet; load its safetensors weights",
             fam.class
@@ -110,8 +116,19 @@ pub(super) fn walk(
         prefix: family.prefix(),
         family,
         fam,
+        facts: GraphFacts::default(),
     };
     let mut h = w.embeddings()?;
+    if let NormPlacement::Pre {
+        final_norm,
+        first_attn_norm,
+    } = fam.norms
+    {
+        let h = w.prenorm_layers(h, final_norm, first_attn_norm)?;
+        w.head(&h)?;
+        w.check_all_visited()?;
+        return Ok((w.imp.out, w.facts));
+    }
     let mut layer = 0;
     loop {
         w.imp.layer = Some(layer);
@@ -147,7 +164,7 @@ pub(super) fn walk(
     }
     w.head(&h)?;
     w.check_all_visited()?;
-    Ok(w.imp.out)
+    Ok((w.imp.out, w.facts))
 }
 
 struct Walker<'a, 'g> {
@@ -156,6 +173,8 @@ struct Walker<'a, 'g> {
     prefix: &'static str,
     family: ModelType,
     fam: &'static Family,
+    /// What the graph computes besides weights, for loading to check against the config.
+    facts: GraphFacts,
 }
 
 /// What a tensor is computed from, back to graph inputs, constants and shape queries (not
@@ -205,8 +224,23 @@ impl<'a> Walker<'a, '_> {
 
     fn push_norm(&mut self, name: &str, n: Norm) -> Result<(), OnnxError> {
         self.mark(n.node);
+        let shape = n.gamma.shape.clone();
         self.imp.push(format!("{name}.weight"), n.gamma)?;
-        self.imp.push(format!("{name}.bias"), n.beta)
+        let module = name
+            .strip_prefix(&format!("{}.", self.prefix))
+            .unwrap_or(name);
+        let switched = (self.fam.bias_switches.iter())
+            .any(|s| s.modules.iter().any(|t| matches_template(t, module)));
+        match n.beta {
+            Some(beta) => self.imp.push(format!("{name}.bias"), beta),
+            // A norm the config may leave unbiased; the plan adds zeros where it says so.
+            None if switched => Ok(()),
+            None => {
+                let zeros = vec![0.0; shape.iter().product()];
+                let beta = Value::new("", shape, zeros);
+                self.imp.push(format!("{name}.bias"), beta)
+            }
+        }
     }
 
     /// A linear node's site with its bias attached: an inline bias, or an `Add` of a
@@ -331,10 +365,7 @@ impl<'a> Walker<'a, '_> {
                     .imp
                     .resolve(input(u, 1), 0)?
                     .ok_or_else(|| node_err(u, "scale is not a constant"))?;
-                let beta = match self.imp.resolve(input(u, 2), 0)? {
-                    Some(b) => b,
-                    None => Value::new("", gamma.shape.clone(), vec![0.0; gamma.data.len()]),
-                };
+                let beta = self.imp.resolve(input(u, 2), 0)?;
                 Ok(Some(Norm {
                     node: u,
                     gamma,
@@ -363,10 +394,11 @@ impl<'a> Walker<'a, '_> {
                     return Ok(None);
                 };
                 let mul = mul.unwrap_or(div);
-                let (Some(beta), add) = self.const_operand(output(mul), "Add")? else {
-                    return Ok(None);
+                // An `Add` of a non-constant after the scale is the next residual sum.
+                let (beta, add) = match self.const_operand(output(mul), "Add")? {
+                    (Some(beta), Some(add)) => (Some(beta), add),
+                    _ => (None, mul),
                 };
-                let add = add.unwrap_or(mul);
                 Ok(Some(Norm {
                     node: u,
                     gamma,
@@ -483,8 +515,9 @@ impl<'a> Walker<'a, '_> {
         }
         self.mark(word_node);
         let p = self.prefix;
+        let names = self.fam.embeddings;
         self.imp
-            .push(format!("{p}.embeddings.word_embeddings.weight"), word_table)?;
+            .push(format!("{p}.{}.weight", names.word), word_table)?;
         let is_type = |w: &Self, g: &NodeProto| w.traces_to(input(g, 1), "token_type_ids", 0);
         let (types, positions) = (self.fam.token_types, self.fam.positions != Positions::None);
         let type_index = match others.as_slice() {
@@ -522,16 +555,15 @@ impl<'a> Walker<'a, '_> {
         };
         for (i, (g, table)) in others.into_iter().enumerate() {
             let kind = if Some(i) == type_index {
-                "token_type"
+                names.token_type
             } else {
-                "position"
+                names.position
             };
             self.mark(g);
-            self.imp
-                .push(format!("{p}.embeddings.{kind}_embeddings.weight"), table)?;
+            self.imp.push(format!("{p}.{kind}.weight"), table)?;
         }
         let mut out = norm.out.clone();
-        self.push_norm(&format!("{p}.embeddings.LayerNorm"), norm)?;
+        self.push_norm(&format!("{p}.{}", names.norm), norm)?;
         // DeBERTa zeroes the padding's embeddings: `LayerNorm(e) * mask`.
         if let Some(mul) = self.only_user(&out).filter(|m| m.op_type == "Mul") {
             let other = mul.input.iter().find(|i| **i != out);
@@ -699,6 +731,9 @@ impl<'a> Walker<'a, '_> {
 
     /// The task head after the last hidden state, if any.
     fn head(&mut self, h: &str) -> Result<(), OnnxError> {
+        if let Some(ht) = self.fam.head_transform {
+            return self.transformed_head(h, ht);
+        }
         let mut token = self.linears_from(h)?;
         if token.len() > 1 {
             return Err(node_err(
@@ -720,8 +755,8 @@ impl<'a> Walker<'a, '_> {
                     .imp
                     .origins
                     .get(&format!(
-                        "{}.embeddings.word_embeddings.weight",
-                        self.prefix
+                        "{}.{}.weight",
+                        self.prefix, self.fam.embeddings.word
                     ))
                     .is_some_and(|o| *o == decoder.weight.origin);
                 if !tied {
@@ -1343,7 +1378,8 @@ impl<'a> Walker<'a, '_> {
         for u in self.users(&l.out) {
             match u.op_type.as_str() {
                 "Slice" => {
-                    let ints = |i: usize| self.const_ints(input(u, i));
+                    // Bounds computed from the output's width (`chunk(2)`) are evaluated.
+                    let ints = |i: usize| self.width_ints(input(u, i), &l.out, n, 0);
                     let (Some(starts), Some(ends)) = (ints(1), ints(2)) else {
                         return err(format!("`{}` slices by computed bounds", u.name));
                     };
@@ -1411,6 +1447,49 @@ impl<'a> Walker<'a, '_> {
             return err("the activation of the gated MLP is not on the first half of its linear (act(gate) * up)".into());
         }
         Ok(())
+    }
+
+    /// A small integer vector computed from constants and from the last dimension of
+    /// `of` (`Shape(of)[-1]`, whose value is `width`), if `t` is one.
+    fn width_ints(&self, t: &str, of: &str, width: usize, depth: usize) -> Option<Vec<i64>> {
+        if let Some(c) = self.const_ints(t) {
+            return Some(c);
+        }
+        let p = *self.imp.producer.get(t)?;
+        if depth > 12 {
+            return None;
+        }
+        let arg = |i: usize| self.width_ints(input(p, i), of, width, depth + 1);
+        match p.op_type.as_str() {
+            "Gather" => {
+                let shape = *self.imp.producer.get(input(p, 0))?;
+                let last = matches!(self.const_ints(input(p, 1)).as_deref(), Some([-1] | [2]));
+                (shape.op_type == "Shape" && input(shape, 0) == of && last)
+                    .then(|| vec![width as i64])
+            }
+            "Cast" | "Identity" | "Unsqueeze" | "Squeeze" => arg(0),
+            "Concat" => {
+                let parts: Option<Vec<Vec<i64>>> = (0..p.input.len()).map(&arg).collect();
+                Some(parts?.concat())
+            }
+            "Add" | "Sub" | "Mul" | "Div" => {
+                let (Some(a), Some(b)) = (arg(0), arg(1)) else {
+                    return None;
+                };
+                let ([x], [y]) = (a.as_slice(), b.as_slice()) else {
+                    return None;
+                };
+                let v = match p.op_type.as_str() {
+                    "Add" => x + y,
+                    "Sub" => x - y,
+                    "Mul" => x * y,
+                    _ if *y != 0 => x.div_euclid(*y),
+                    _ => return None,
+                };
+                Some(vec![v])
+            }
+            _ => None,
+        }
     }
 
     /// A small integer constant (shape operands), if `t` is one.

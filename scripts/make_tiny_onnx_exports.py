@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Real ONNX exports of the tiny seeded DistilBERT, RoBERTa, ELECTRA, MPNet, ALBERT, Jina v2 and
-DeBERTa-v3 checkpoints in tests/tiny: torch.onnx's TorchScript exporter (what optimum and transformers.js's
+"""Real ONNX exports of the tiny seeded DistilBERT, RoBERTa, ELECTRA, MPNet, ALBERT, Jina v2,
+DeBERTa-v3 and ModernBERT checkpoints in tests/tiny: torch.onnx's TorchScript exporter (what optimum and transformers.js's
 conversion script use), opset 14, dynamic batch and sequence axes, then quantized as
 transformers.js does: q8 (`quantize_dynamic`, per-channel, reduce_range, QInt8) and q4
 (`MatMulNBits`, block 32, symmetric). Writes tests/onnx-exports/<folder>/onnx/model.onnx,

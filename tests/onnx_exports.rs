@@ -1,5 +1,5 @@
 //! Real ONNX exports of other families: the tiny seeded DistilBERT, RoBERTa, ELECTRA, MPNet,
-//! ALBERT, Jina v2 and DeBERTa-v3 checkpoints of `tests/tiny` exported by torch.onnx's TorchScript exporter
+//! ALBERT, Jina v2, DeBERTa-v3 and ModernBERT checkpoints of `tests/tiny` exported by torch.onnx's TorchScript exporter
 //! (as optimum does) and quantized as transformers.js does (q8 `MatMulInteger`, q4
 //! `MatMulNBits`), by `scripts/make_tiny_onnx_exports.py` into `tests/onnx-exports/<folder>`;
 //! webert on each file (with the folder's config and tokenizer) against onnxruntime on the same

@@ -79,6 +79,12 @@ FAMILY_CASES = [
     ('modernbert-seqcls-mean', AutoModelForSequenceClassification, 'MID'),
     ('modernbert-tokcls', AutoModelForTokenClassification, 'MID'),
     ('modernbert-qa', AutoModelForQuestionAnswering, 'D_MID'),
+    # NomicBERT and GTE as transformers 5 holds them (Q, K, V and the gate and up projections
+    # apart, rotary tables computed in the graph), post-norm.
+    ('nomic-bert-seqcls', AutoModelForSequenceClassification, 'LONG'),
+    ('nomic-bert-mlm', AutoModelForMaskedLM, None),
+    ('gte-seqcls', AutoModelForSequenceClassification, 'MID'),
+    ('gte-mlm', AutoModelForMaskedLM, None),
 ]
 # Also quantized with the exporter's Identity nodes kept (model_int8.onnx, golden dtype `int8`):
 # ALBERT's first layer then reads q8 weights and the others f32; DeBERTa's relative embeddings are

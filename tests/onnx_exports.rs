@@ -123,12 +123,18 @@ fn text_diff(e: &Engine, row: &serde_json::Value, hidden: bool, what: &str) -> f
 
 /// ModernBERT (pre-norm, fused Q/K/V, GeGLU, rotary tables computed in the graph from its
 /// frequencies, sliding-window masks): every head, the long text past the local window.
-const ROTARY_FOLDERS: [&str; 5] = [
+/// NomicBERT and GTE (post-norm, Q, K, V and the gate and up projections apart as
+/// transformers 5 exports them, stacked at import into the families' fused modules).
+const ROTARY_FOLDERS: [&str; 9] = [
     "modernbert-mlm",
     "modernbert-seqcls",
     "modernbert-seqcls-mean",
     "modernbert-tokcls",
     "modernbert-qa",
+    "nomic-bert-seqcls",
+    "nomic-bert-mlm",
+    "gte-seqcls",
+    "gte-mlm",
 ];
 
 #[test]
@@ -177,16 +183,13 @@ fn match_onnxruntime(folders: &[&str]) {
     }
 }
 
-/// What a graph computes besides its weights must be what its config says: a ModernBERT
-/// export loaded with a config of another window, rotary base or pooling is refused, naming
-/// the difference, rather than run with the config's settings.
+/// What a graph computes besides its weights must be what its config says: a ModernBERT or
+/// NomicBERT export loaded with a config of another window, rotary base or pooling is
+/// refused, naming the difference, rather than run with the config's settings.
 #[test]
 fn a_graph_that_disagrees_with_its_config_is_refused() {
-    let name = "modernbert-seqcls";
-    let dir = root().join("tests/tiny").join(name);
-    let exports = root().join("tests/onnx-exports").join(name);
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(&str, Edit, &str); 4] = [
+    let cases: [(&str, Edit, &str); 5] = [
         (
             "local_attention",
             |c| c["local_attention"] = 32.into(),
@@ -207,8 +210,19 @@ fn a_graph_that_disagrees_with_its_config_is_refused() {
             |c| c["classifier_pooling"] = "mean".into(),
             "the graph's sequence head reads its first token, config.json's the mean of its tokens",
         ),
+        (
+            "nomic rope_theta",
+            |c| c["rope_parameters"]["rope_theta"] = 10000.0.into(),
+            "layer 0's rotary frequencies in the graph",
+        ),
     ];
     for (key, edit, want) in cases {
+        let name = match key.starts_with("nomic") {
+            true => "nomic-bert-seqcls",
+            false => "modernbert-seqcls",
+        };
+        let dir = root().join("tests/tiny").join(name);
+        let exports = root().join("tests/onnx-exports").join(name);
         let folder = onnx_only(&dir, &exports, "fp32");
         let path = folder.join("config.json");
         let mut cfg: serde_json::Value =

@@ -415,11 +415,8 @@ impl Builder<'_> {
     fn swap_halves(&mut self, l: Linear) -> Result<Linear> {
         let half = l.n_out / 2;
         let w = &mut self.weights[l.weight.0];
-        if w.quant.is_some() {
-            return Err(Error::UnsupportedArchitecture(format!(
-                "`{}` quantized with its gate second",
-                self.names[l.weight.0]
-            )));
+        if let Some(q) = w.quant.as_mut() {
+            q.swap_row_halves();
         }
         let (up, gate) = w.data.split_at(half * l.n_in);
         w.data = [gate, up].concat();

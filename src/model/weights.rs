@@ -54,6 +54,27 @@ impl Quant {
         ChannelQuant::concat(c).map(Quant::Channel)
     }
 
+    /// The two halves of the rows swapped (`[up | gate]` → `[gate | up]`); every per-row
+    /// array is row-major, so each turns by half its length.
+    pub fn swap_row_halves(&mut self) {
+        fn turn<T>(v: &mut [T]) {
+            let half = v.len() / 2;
+            v.rotate_left(half);
+        }
+        match self {
+            Quant::Block(b) => {
+                turn(&mut b.codes);
+                turn(&mut b.scales);
+                turn(&mut b.zero_points);
+            }
+            Quant::Channel(c) => {
+                turn(&mut c.codes);
+                turn(&mut c.scales);
+                turn(&mut c.zero_points);
+            }
+        }
+    }
+
     pub fn as_block(&self) -> Option<&BlockQuant> {
         match self {
             Quant::Block(b) => Some(b),

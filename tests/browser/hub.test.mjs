@@ -7,7 +7,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { MODELS, PKG, ROOT, golden, assertEntities, INT_SCORE_TOL, requireModels } from './golden.mjs';
 import { serveHub } from '../mock-hub.mjs';
 
@@ -15,11 +16,23 @@ const { pipeline, env } = await import(join(PKG, 'webert.js'));
 requireModels();
 
 const TINY = join(ROOT, 'tests/tiny/distilbert-seqcls');
+// transformers.js's default fill-mask model, as a repo of the same layout: config and tokenizer
+// of the tiny seeded ModernBERT, its ONNX exports (scripts/make_tiny_onnx_exports.py).
+const ETTIN = 'onnx-community/ettin-encoder-32m-ONNX';
+const ettinDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ettin-'));
+  const tiny = join(ROOT, 'tests/tiny/modernbert-mlm');
+  for (const f of readdirSync(tiny).filter((f) => f.endsWith('.json') && f !== 'golden.json')) cpSync(join(tiny, f), join(dir, f));
+  cpSync(join(ROOT, 'tests/onnx-exports/modernbert-mlm/onnx'), join(dir, 'onnx'), { recursive: true });
+  return dir;
+};
 const TEXT = 'the cat sat on the mat';
 let hub;
 let local;
+let ettin;
 
 before(async () => {
+  ettin = ettinDir();
   hub = await serveHub({
     repos: {
       'test/tiny-seqcls': { dir: TINY },
@@ -27,6 +40,7 @@ before(async () => {
       'sentence-transformers/all-mpnet-base-v2': { dir: join(ROOT, 'tests/tiny/mpnet-base-st') },
       'Xenova/nli-deberta-v3-xsmall': { dir: join(ROOT, 'tests/tiny/deberta-v3-seqcls') },
       'jinaai/jina-embeddings-v2-small-en': { dir: join(ROOT, 'tests/tiny/jina-v2-base') },
+      [ETTIN]: { dir: ettin },
       't/truncated': { dir: TINY, faults: { 'model.safetensors': 'truncate' } },
       't/lying': { dir: TINY, faults: { 'model.safetensors': 'lying-length' } },
       't/html': { dir: TINY, faults: { 'config.json': 'html' } },
@@ -64,6 +78,36 @@ test('ids of the newer families (MPNet, DeBERTa-v3, Jina v2) answer as their loc
     assert.deepEqual(await remote(TEXT, options), await near(TEXT, options), id);
     assert.ok(gets(id, 'model.safetensors').length > 0, `${id}: weights from the hub`);
     remote.dispose();
+    near.dispose();
+  }
+});
+
+test("transformers.js's default fill-mask id (Ettin, a ModernBERT ONNX export) fills masks as PyTorch does, every dtype", async () => {
+  const g = JSON.parse(readFileSync(join(ROOT, 'tests/tiny/modernbert-mlm/golden.json'), 'utf8'));
+  const inputs = g.cases.flatMap((c) => c.inputs).filter((i) => i.mask_positions?.length === 1);
+  assert.ok(inputs.length > 0);
+  for (const dtype of ['fp32', 'q8', 'q4']) {
+    const fill = await pipeline('fill-mask', ETTIN, { dtype });
+    const near = await pipeline('fill-mask', ettin, { dtype });
+    assert.equal(gets(ETTIN, `onnx/${{ fp32: 'model', q8: 'model_quantized', q4: 'model_q4' }[dtype]}.onnx`).length, 2, dtype);
+    for (const input of inputs) {
+      const [got] = await fill(input.text, { top_k: 3 }); // one mask: its predictions
+      const logits = input.logits[0];
+      const max = Math.max(...logits);
+      const sum = logits.reduce((a, x) => a + Math.exp(x - max), 0);
+      const want = logits.map((x, token) => ({ token, score: Math.exp(x - max) / sum })).sort((a, b) => b.score - a.score);
+      // f32 weights: PyTorch's probabilities; quantized (near-flat on this random model, so
+      // not PyTorch's order; tests/onnx_exports.rs checks them against onnxruntime): what the
+      // same files give from a folder.
+      if (dtype === 'fp32') {
+        assert.deepEqual(got.map((p) => p.token), want.slice(0, 3).map((w) => w.token), input.text);
+        got.forEach((p, i) => assert.ok(Math.abs(p.score - want[i].score) < 1e-4, `${input.text}: ${p.score} vs ${want[i].score}`));
+      } else {
+        assert.deepEqual([got], await near(input.text, { top_k: 3 }), `${dtype} ${input.text}`);
+      }
+      assert.ok(got.every((p) => !p.sequence.includes('[MASK]')), input.text);
+    }
+    fill.dispose();
     near.dispose();
   }
 });

@@ -24,7 +24,7 @@
 //! once; DeBERTa's `LayerNorm(embeddings) * mask` is followed to the first layer.
 
 use super::super::config::ModelType;
-use super::super::family::{layer_names, matches_template, DistanceBias, Family, Mlp};
+use super::super::family::{layer_names, matches_template, DistanceBias, Family, FfnGate, Mlp};
 use super::super::family::{NormPlacement, Positions};
 use super::super::heads::{mlm_names, sequence_head_names};
 use super::super::positions::alibi_slopes;
@@ -35,6 +35,7 @@ use super::{attr_i, input, node_err, output, tensor, ImportedTensor, Importer, O
 use std::collections::{HashSet, VecDeque};
 
 mod prenorm;
+mod rotary_layer;
 mod transform_head;
 
 struct Norm<'a> {
@@ -104,9 +105,9 @@ pub(super) fn walk(
             fam.class
         )));
     }
-    if fam.rotary.is_some() && fam.norms == NormPlacement::Post {
+    if fam.rotary.is_some_and(|r| r.interleaved) {
         return Err(OnnxError::Unsupported(format!(
-            "{}'s rotary positions are not followed in ONNX graphs yet; load its safetensors weights",
+            "{}'s interleaved rotary positions are not followed in ONNX graphs yet; load its safetensors weights",
             fam.class
         )));
     }
@@ -611,6 +612,9 @@ impl<'a> Walker<'a, '_> {
     /// One encoder layer from hidden state `h`; its output hidden state, or `None` when `h`
     /// does not feed an attention block.
     fn layer(&mut self, h: &str, i: usize) -> Result<Option<String>, OnnxError> {
+        if self.fam.rotary.is_some() {
+            return self.rotary_layer(h, i);
+        }
         let linears = self.linears_from(h)?;
         if linears.len() < 3 {
             return Ok(None);
@@ -1420,9 +1424,13 @@ impl<'a> Walker<'a, '_> {
                 }
             }
         }
-        let [Some(gate), Some(up)] = halves else {
+        let [Some(mut gate), Some(mut up)] = halves else {
             return err("the gated MLP's linear is not cut in two halves".into());
         };
+        // GTE's `up_gate_proj` yields `[up | gate]`.
+        if self.fam.layer.ffn_gate == FfnGate::Second {
+            std::mem::swap(&mut gate, &mut up);
+        }
         // `up` enters the product as it is; `gate` through the activation.
         let Some(mul) = self.only_user(&up).filter(|m| m.op_type == "Mul") else {
             return err("the second half of the gated MLP is not multiplied as it is".into());

@@ -1523,7 +1523,7 @@ fn deberta_v1_onnx_is_refused_by_name() {
     let e = error_as(graph.clone(), ModelType::Deberta);
     assert!(e.contains("Deberta's head-interleaved in_proj"), "{e}");
     let e = error_as(graph, ModelType::RoFormer);
-    assert!(e.contains("RoFormer's rotary positions"), "{e}");
+    assert!(e.contains("RoFormer's interleaved rotary positions"), "{e}");
 }
 
 #[test]

@@ -10,17 +10,17 @@ use super::*;
 use crate::model::family::layer_name;
 
 /// One layer's attention: the fused projection and the two products.
-struct FusedAttention<'a> {
-    qkv: Linear<'a>,
-    context: &'a NodeProto,
-    facts: LayerFacts,
+pub(super) struct FusedAttention<'a> {
+    pub(super) qkv: Linear<'a>,
+    pub(super) context: &'a NodeProto,
+    pub(super) facts: LayerFacts,
 }
 
 /// Where a third of the fused projection enters the attention products, and the nodes on
 /// its way there.
-struct Entry<'a> {
-    product: &'a NodeProto,
-    slot: usize,
+pub(super) struct Entry<'a> {
+    pub(super) product: &'a NodeProto,
+    pub(super) slot: usize,
     branch: Vec<&'a NodeProto>,
 }
 
@@ -150,7 +150,7 @@ impl<'a> Walker<'a, '_> {
 
     /// The attention fed by `x` through one fused Q/K/V linear, or `None` where `x` feeds
     /// something else.
-    fn fused_attention(&self, x: &str) -> Result<Option<FusedAttention<'a>>, OnnxError> {
+    pub(super) fn fused_attention(&self, x: &str) -> Result<Option<FusedAttention<'a>>, OnnxError> {
         let mut linears = self.linears_from(x)?;
         if linears.len() != 1 {
             return Ok(None);
@@ -177,6 +177,22 @@ impl<'a> Walker<'a, '_> {
                 "the thirds of the fused Q/K/V projection do not enter the attention as Q, K and V, in that order",
             ));
         }
+        let facts = self.attention_facts(q, k, v)?;
+        Ok(Some(FusedAttention {
+            qkv,
+            context: v.product,
+            facts,
+        }))
+    }
+
+    /// The rotary positions on Q, K and V's way into the products, and the window of the
+    /// scores' mask.
+    pub(super) fn attention_facts(
+        &self,
+        q: &Entry<'a>,
+        k: &Entry<'a>,
+        v: &Entry<'a>,
+    ) -> Result<LayerFacts, OnnxError> {
         let rq = self.rope_on(q)?;
         let rk = self.rope_on(k)?;
         if rq != rk {
@@ -191,11 +207,7 @@ impl<'a> Walker<'a, '_> {
             r
         });
         let window = self.window_of(q.product)?;
-        Ok(Some(FusedAttention {
-            qkv,
-            context: v.product,
-            facts: LayerFacts { rotary, window },
-        }))
+        Ok(LayerFacts { rotary, window })
     }
 
     /// The fused projection's output cut in three equal parts along the axis that holds Q, K
@@ -311,7 +323,7 @@ impl<'a> Walker<'a, '_> {
 
     /// Where `t` enters an attention product (a `MatMul` of two computed values), the
     /// nearest first, with every node on the way (not crossing a product or a linear).
-    fn product_entry(&self, t: &str) -> Option<Entry<'a>> {
+    pub(super) fn product_entry(&self, t: &str) -> Option<Entry<'a>> {
         let mut first: Option<(&'a NodeProto, usize)> = None;
         let mut branch = Vec::new();
         let mut seen = HashSet::new();

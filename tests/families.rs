@@ -465,6 +465,37 @@ fn modernbert_qa() {
     check("modernbert-qa");
 }
 
+/// EuroBERT: pre-RMSNorm, SwiGLU, rotary, no biases, an undecorated `lm_head`; Llama 3's
+/// byte-level BPE with its specials.
+#[test]
+fn eurobert_mlm() {
+    check("eurobert-mlm");
+}
+
+/// `classifier_pooling` late (the default): the head on every token, its logits averaged;
+/// 1024 positions, an input of 618 tokens (rope_theta 1000: every frequency wraps).
+#[test]
+fn eurobert_seqcls_late_pooling() {
+    check("eurobert-seqcls");
+}
+
+#[test]
+fn eurobert_seqcls_bos_pooling() {
+    check("eurobert-seqcls-bos");
+}
+
+/// Mean pooling, and 2 K/V heads for 4 query heads (grouped-query attention).
+#[test]
+fn eurobert_seqcls_mean_grouped_kv_heads() {
+    check("eurobert-seqcls-mean-gqa");
+}
+
+/// `attention_bias` and `mlp_bias` on.
+#[test]
+fn eurobert_tokcls_biases() {
+    check("eurobert-tokcls");
+}
+
 #[test]
 fn nomic_bert_seqcls_swiglu_unbiased() {
     check("nomic-bert-seqcls");
@@ -525,6 +556,11 @@ fn every_tiny_folder_is_tested() {
             "distilbert-seqcls",
             "electra-qa",
             "electra-seqcls",
+            "eurobert-mlm",
+            "eurobert-seqcls",
+            "eurobert-seqcls-bos",
+            "eurobert-seqcls-mean-gqa",
+            "eurobert-tokcls",
             "gte-mlm",
             "gte-seqcls",
             "jina-v2-6heads",

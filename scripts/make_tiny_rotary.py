@@ -36,6 +36,16 @@ make_tiny_models.py's first). **The weights are random and mean nothing.** What 
     gte-multilingual; gte-mlm turns by `rope_type: linear`, factor 2). The Hub checkpoints'
     remote-code layouts (NomicBERT's Wqkv / fc11 / fc12, GTE's `new` model type) are not built yet.
 
+  * EuroBERT (transformers 5's EuroBert*): Llama's layer attending both ways (pre-RMSNorm, final
+    norm, SwiGLU, rotate-half rotary, no biases), 3 layers, with a Llama 3 style tokenizer (byte-level
+    BPE after Llama 3's regex split, <|begin_of_text|> <|end_of_text|> <|mask|> appended, the end
+    token as padding, `<|begin_of_text|> $A <|end_of_text|>`). eurobert-mlm: rope_theta 250000 (the
+    config's default); eurobert-seqcls: classifier_pooling late (the default), 1024 positions, 618
+    tokens, rope_theta 1000 so that every frequency of the 8-wide heads wraps; -bos and -mean-gqa
+    the other poolings (-mean-gqa with 2 K/V heads for 4); eurobert-tokcls with attention_bias and
+    mlp_bias. EuroBERT records hidden states before its final norm: the goldens' hidden states are
+    the base model's last_hidden_state (LastHidden).
+
 Usage:  HF_HUB_OFFLINE=1 /work/pyenv/bin/python scripts/make_tiny_rotary.py [--only a,b] [--out DIR]
 Needs:  torch, transformers 5.x (tested 5.25.0), tokenizers, safetensors. Deterministic.
 """

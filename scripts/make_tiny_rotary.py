@@ -44,7 +44,9 @@ make_tiny_models.py's first). **The weights are random and mean nothing.** What 
     tokens, rope_theta 1000 so that every frequency of the 8-wide heads wraps; -bos and -mean-gqa
     the other poolings (-mean-gqa with 2 K/V heads for 4); eurobert-tokcls with attention_bias and
     mlp_bias. EuroBERT records hidden states before its final norm: the goldens' hidden states are
-    the base model's last_hidden_state (LastHidden).
+    the base model's last_hidden_state (LastHidden). eurobert-seqcls-hub is rewritten after its golden
+    as the Hub's remote-code checkpoints are: `clf_pooling` (mean), a flat `rope_theta` (1000),
+    `rope_scaling` null, the head's output projection `out_proj`.
 
 Usage:  HF_HUB_OFFLINE=1 /work/pyenv/bin/python scripts/make_tiny_rotary.py [--only a,b] [--out DIR]
 Needs:  torch, transformers 5.x (tested 5.25.0), tokenizers, safetensors. Deterministic.
@@ -62,6 +64,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 
 import torch  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
 from transformers import (  # noqa: E402
     BertTokenizer,
@@ -347,6 +350,26 @@ class LastHidden(torch.nn.Module):
         return o
 
 
+def eurobert_hub_layout(out: Path):
+    """Rewrites the folder as the EuroBERT checkpoints' remote code (transformers 4.x) has it:
+    `clf_pooling`, a flat `rope_theta` with `rope_scaling` null, and the sequence head's output
+    projection named `out_proj`."""
+    p = out / "config.json"
+    c = json.load(open(p))
+    c["clf_pooling"] = c.pop("classifier_pooling")
+    c["rope_theta"] = c.pop("rope_parameters")["rope_theta"]
+    c["rope_scaling"] = None
+    c["auto_map"] = {
+        "AutoConfig": "EuroBERT/EuroBERT-210m--configuration_eurobert.EuroBertConfig",
+        "AutoModelForSequenceClassification": "EuroBERT/EuroBERT-210m--modeling_eurobert.EuroBertForSequenceClassification",
+    }
+    c["transformers_version"] = "4.48.0"
+    mtf.write_json(p, c)
+    w = load_file(str(out / "model.safetensors"))
+    w = {k.replace("classifier.", "out_proj.", 1) if k.startswith("classifier.") else k: v for k, v in w.items()}
+    save_file(w, str(out / "model.safetensors"), metadata={"format": "pt"})
+
+
 def build_gte(cls, **kw):
     def b(seed):
         tok = mtm.unigram_tokenizer(512)
@@ -469,6 +492,14 @@ SPECS = {
         cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
         longest=(120, 400),
     ),
+    "eurobert-seqcls-hub": dict(
+        build=build_eurobert(EuroBertForSequenceClassification, 1000.0, classifier_pooling="mean", **labels_kw(SEQ3)),
+        seed=276,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+        eurobert_hub=True,
+    ),
     "eurobert-tokcls": dict(
         build=build_eurobert(
             EuroBertForTokenClassification, 10000.0, attention_bias=True, mlp_bias=True, **labels_kw(BIO)
@@ -522,6 +553,13 @@ def main():
         assert getattr(gm.config, "layer_types", None) == getattr(model.config, "layer_types", None), name
         if name.startswith("eurobert"):
             gm = LastHidden(gm)
+        if spec.get("eurobert_hub"):
+            # the golden is transformers 5's model, reloaded from the file before its rewrite
+            w, longest = mtf.golden(name, spec, gm, out)
+            eurobert_hub_layout(out)
+            warns += w
+            print(f"{name:24s} {type(model).__name__:36s} vocab {len(tok):4d}  longest {longest:3d}  (hub layout)")
+            continue
         w, longest = mtf.golden(name, spec, gm, out)
         warns += w
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())

@@ -363,7 +363,7 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             Err(e) => e.to_string(),
         }
     };
-    let cases: [(&str, Edit, &str); 21] = [
+    let cases: [(&str, Edit, &str); 22] = [
         ("mpnet-mlm", &|c| drop(c.remove("vocab_size")), "missing `vocab_size`"),
         (
             "mpnet-mlm",
@@ -445,6 +445,11 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             "eurobert-seqcls",
             &|c| drop(c.insert("classifier_pooling".into(), "max".into())),
             "classifier_pooling `max` is not supported; supported: bos, mean, late",
+        ),
+        (
+            "eurobert-seqcls-hub",
+            &|c| drop(c.insert("clf_pooling".into(), "cls".into())),
+            "clf_pooling `cls` is not supported; supported: bos, mean, late",
         ),
         (
             "eurobert-seqcls-mean-gqa",

@@ -490,6 +490,12 @@ fn eurobert_seqcls_mean_grouped_kv_heads() {
     check("eurobert-seqcls-mean-gqa");
 }
 
+/// The Hub's remote-code layout: `clf_pooling` (mean), a flat `rope_theta`, `out_proj`.
+#[test]
+fn eurobert_seqcls_hub_layout() {
+    check("eurobert-seqcls-hub");
+}
+
 /// `attention_bias` and `mlp_bias` on.
 #[test]
 fn eurobert_tokcls_biases() {
@@ -559,6 +565,7 @@ fn every_tiny_folder_is_tested() {
             "eurobert-mlm",
             "eurobert-seqcls",
             "eurobert-seqcls-bos",
+            "eurobert-seqcls-hub",
             "eurobert-seqcls-mean-gqa",
             "eurobert-tokcls",
             "gte-mlm",

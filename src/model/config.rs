@@ -611,7 +611,8 @@ fn head_pooling(
     let Some(p) = fam.pooling else {
         return Ok(HeadPooling::First);
     };
-    let Some(name) = obj.get(p.key).and_then(Value::as_str) else {
+    let found = (p.keys.iter()).find_map(|&k| obj.get(k).and_then(Value::as_str).map(|v| (k, v)));
+    let Some((key, name)) = found else {
         return Ok(p.default);
     };
     match p.values.iter().find(|(n, _)| *n == name) {
@@ -621,8 +622,7 @@ fn head_pooling(
             Err(Error::config(
                 file,
                 format!(
-                    "{} `{name}` is not supported; supported: {}",
-                    p.key,
+                    "{key} `{name}` is not supported; supported: {}",
                     names.join(", ")
                 ),
             ))

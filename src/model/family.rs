@@ -124,10 +124,11 @@ pub enum NormKind {
     Rms,
 }
 
-/// The config key that picks the sequence head's pooling, its values and its default.
+/// The config key that picks the sequence head's pooling (the first of `keys` present), its
+/// values and its default.
 #[derive(Debug, Clone, Copy)]
 pub struct PoolingKey {
-    pub key: &'static str,
+    pub keys: &'static [&'static str],
     pub values: &'static [(&'static str, HeadPooling)],
     pub default: HeadPooling,
 }
@@ -348,6 +349,9 @@ pub struct Family {
     pub distance_bias: DistanceBias,
     pub rotary: Option<Rotary>,
     pub sequence_head: PooledHead,
+    /// Older checkpoints' names of the same head, used when `sequence_head`'s output
+    /// projection is absent.
+    pub sequence_head_legacy: Option<PooledHead>,
     /// Where the config chooses the sequence head's pooling (else the first token).
     pub pooling: Option<PoolingKey>,
     pub head_transform: Option<HeadTransform>,
@@ -399,6 +403,7 @@ const BERT: Family = Family {
         act: Activation::Tanh,
         out: "classifier",
     },
+    sequence_head_legacy: None,
     pooling: None,
     head_transform: None,
     pooler_act_key: None,
@@ -794,7 +799,7 @@ pub const FAMILIES: &[Family] = &[
             out: "classifier",
         },
         pooling: Some(PoolingKey {
-            key: "classifier_pooling",
+            keys: &["classifier_pooling"],
             values: &[("cls", HeadPooling::First), ("mean", HeadPooling::Mean)],
             default: HeadPooling::First,
         }),
@@ -889,8 +894,15 @@ pub const FAMILIES: &[Family] = &[
             act: Activation::Gelu,
             out: "classifier",
         },
+        // The Hub's remote code.
+        sequence_head_legacy: Some(PooledHead {
+            dense: "dense",
+            act: Activation::Gelu,
+            out: "out_proj",
+        }),
+        // transformers 5's key, else the Hub's remote code's.
         pooling: Some(PoolingKey {
-            key: "classifier_pooling",
+            keys: &["classifier_pooling", "clf_pooling"],
             values: &[
                 ("bos", HeadPooling::First),
                 ("mean", HeadPooling::Mean),

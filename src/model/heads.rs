@@ -37,7 +37,13 @@ pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> 
         }
         HeadKind::SequenceClasses => {
             let pooled = pool(hb, "cls");
-            let (pre, act, out) = sequence_head_names(t);
+            let f = t.family();
+            let (pre, act, out) = match f.sequence_head_legacy {
+                Some(old) if !hb.has(&format!("{}.weight", f.sequence_head.out)) => {
+                    (old.dense, old.act, old.out)
+                }
+                _ => sequence_head_names(t),
+            };
             let act = hb.cfg().pooler_act.unwrap_or(act);
             let pre = hb.linear(pre, h, h)?;
             let pooled = hb.dense(pooled, pre, act, "pooled");

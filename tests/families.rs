@@ -470,6 +470,22 @@ fn modernbert_qa() {
 #[test]
 fn eurobert_mlm() {
     check("eurobert-mlm");
+    // The specials as the config names them: padding is the end token.
+    let e = try_engine(&tiny_dir("eurobert-mlm")).unwrap();
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(tiny_dir("eurobert-mlm").join("config.json")).unwrap(),
+    )
+    .unwrap();
+    let id = |k: &str| config[k].as_u64().unwrap() as u32;
+    assert_eq!(e.tokenizer.pad_id, id("pad_token_id"));
+    assert_eq!(e.tokenizer.mask_id, Some(id("mask_token_id")));
+    assert_eq!(e.tokenizer.mask_token.as_deref(), Some("<|mask|>"));
+    let enc = e.encode("a b", None, None).unwrap();
+    let ids = enc.get_ids();
+    assert_eq!(
+        (ids[0], ids[ids.len() - 1]),
+        (id("bos_token_id"), id("eos_token_id"))
+    );
 }
 
 /// `classifier_pooling` late (the default): the head on every token, its logits averaged;

@@ -41,9 +41,9 @@ make_tiny_models.py's first). **The weights are random and mean nothing.** What 
     BPE after Llama 3's regex split, <|begin_of_text|> <|end_of_text|> <|mask|> appended, the end
     token as padding, `<|begin_of_text|> $A <|end_of_text|>`). eurobert-mlm: rope_theta 250000 (the
     config's default); eurobert-seqcls: classifier_pooling late (the default), 1024 positions, 618
-    tokens, rope_theta 1000 so that every frequency of the 8-wide heads wraps; -bos and -mean-gqa
-    the other poolings (-mean-gqa with 2 K/V heads for 4); eurobert-tokcls with attention_bias and
-    mlp_bias. EuroBERT records hidden states before its final norm: the goldens' hidden states are
+    tokens, rope_theta 1000 so that three of the 8-wide heads' four frequencies wrap (the slowest
+    turns 3.5 rad); -bos and -mean-gqa the other poolings (-mean-gqa with 2 K/V heads for 4);
+    eurobert-tokcls with attention_bias and mlp_bias. EuroBERT records hidden states before its final norm: the goldens' hidden states are
     the base model's last_hidden_state (LastHidden). eurobert-seqcls-hub is rewritten after its golden
     as the Hub's remote-code checkpoints are: `clf_pooling` (mean), a flat `rope_theta` (1000),
     `rope_scaling` null, the head's output projection `out_proj`.

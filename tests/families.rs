@@ -489,7 +489,8 @@ fn eurobert_mlm() {
 }
 
 /// `classifier_pooling` late (the default): the head on every token, its logits averaged;
-/// 1024 positions, an input of 618 tokens (rope_theta 1000: every frequency wraps).
+/// 1024 positions, an input of 618 tokens (rope_theta 1000: three of the four frequencies
+/// wrap, the slowest turns 3.5 rad).
 #[test]
 fn eurobert_seqcls_late_pooling() {
     check("eurobert-seqcls");

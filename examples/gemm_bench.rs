@@ -219,7 +219,7 @@ fn main() {
             bias: None,
             act: Activation::None,
             residual: None,
-            norm: Some((&gamma, &beta, 1e-12)),
+            norm: Some((&gamma, &beta, 1e-12, true)),
         };
         // SAFETY: the kernel runs on this machine (`available`).
         let gelu_ms = per_call(&mut || unsafe {

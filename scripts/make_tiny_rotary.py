@@ -36,6 +36,18 @@ make_tiny_models.py's first). **The weights are random and mean nothing.** What 
     gte-multilingual; gte-mlm turns by `rope_type: linear`, factor 2). The Hub checkpoints'
     remote-code layouts (NomicBERT's Wqkv / fc11 / fc12, GTE's `new` model type) are not built yet.
 
+  * EuroBERT (transformers 5's EuroBert*): Llama's layer attending both ways (pre-RMSNorm, final
+    norm, SwiGLU, rotate-half rotary, no biases), 3 layers, with a Llama 3 style tokenizer (byte-level
+    BPE after Llama 3's regex split, <|begin_of_text|> <|end_of_text|> <|mask|> appended, the end
+    token as padding, `<|begin_of_text|> $A <|end_of_text|>`). eurobert-mlm: rope_theta 250000 (the
+    config's default); eurobert-seqcls: classifier_pooling late (the default), 1024 positions, 618
+    tokens, rope_theta 1000 so that three of the 8-wide heads' four frequencies wrap (the slowest
+    turns 3.5 rad); -bos and -mean-gqa the other poolings (-mean-gqa with 2 K/V heads for 4);
+    eurobert-tokcls with attention_bias and mlp_bias. EuroBERT records hidden states before its final norm: the goldens' hidden states are
+    the base model's last_hidden_state (LastHidden). eurobert-seqcls-hub is rewritten after its golden
+    as the Hub's remote-code checkpoints are: `clf_pooling` (mean), a flat `rope_theta` (1000),
+    `rope_scaling` null, the head's output projection `out_proj`.
+
 Usage:  HF_HUB_OFFLINE=1 /work/pyenv/bin/python scripts/make_tiny_rotary.py [--only a,b] [--out DIR]
 Needs:  torch, transformers 5.x (tested 5.25.0), tokenizers, safetensors. Deterministic.
 """
@@ -52,9 +64,14 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 
 import torch  # noqa: E402
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
 from transformers import (  # noqa: E402
     BertTokenizer,
+    EuroBertConfig,
+    EuroBertForMaskedLM,
+    EuroBertForSequenceClassification,
+    EuroBertForTokenClassification,
     GteConfig,
     GteForMaskedLM,
     GteForSequenceClassification,
@@ -245,6 +262,114 @@ def nomic_hub_layout(out: Path):
     mtf.write_json(p, hub)
 
 
+# Llama 3's pre-tokenizer split (meta-llama/Meta-Llama-3-8B tokenizer.json, as EuroBERT's).
+LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+EB_SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|mask|>"]
+
+
+def eurobert_tokenizer(max_len: int):
+    """Byte-level BPE trained on CORPUS with Llama 3's regex split, EuroBERT's specials appended
+    after the merges' vocabulary (begin, end, mask in EuroBERT's order), TemplateProcessing
+    `<|begin_of_text|> $A <|end_of_text|>` (pairs: `... $A <|end_of_text|> $B <|end_of_text|>`),
+    the end token doubling as padding as in EuroBERT's config."""
+    t = Tokenizer(models.BPE(ignore_merges=True))
+    t.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+        ]
+    )
+    t.decoder = decoders.ByteLevel()
+    tr = trainers.BpeTrainer(
+        vocab_size=560,
+        min_frequency=2,
+        special_tokens=[],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    t.train_from_iterator(CORPUS, trainer=tr)
+    base = t.get_vocab_size()
+    t.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in EB_SPECIALS])
+    ids = {s: t.token_to_id(s) for s in EB_SPECIALS}
+    assert ids["<|begin_of_text|>"] == base and ids["<|mask|>"] == base + 2, ids
+    bos, eos = EB_SPECIALS[:2]
+    t.post_processor = processors.TemplateProcessing(
+        single=f"{bos}:0 $A:0 {eos}:0",
+        pair=f"{bos}:0 $A:0 {eos}:0 $B:0 {eos}:0",
+        special_tokens=[(bos, ids[bos]), (eos, ids[eos])],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=t,
+        bos_token=bos,
+        eos_token=eos,
+        pad_token=eos,
+        mask_token="<|mask|>",
+        model_input_names=["input_ids", "attention_mask"],
+        model_max_length=max_len,
+    )
+
+
+def build_eurobert(cls, theta, positions=512, **kw):
+    def b(seed):
+        tok = eurobert_tokenizer(positions)
+        ids = tok.convert_tokens_to_ids
+        cfg = EuroBertConfig(
+            vocab_size=len(tok),
+            hidden_size=mtm.TINY["hidden"],
+            intermediate_size=mtm.TINY["inter"],
+            num_hidden_layers=3,
+            num_attention_heads=mtm.TINY["heads"],
+            max_position_embeddings=positions,
+            rope_parameters={"rope_type": "default", "rope_theta": theta},
+            pad_token_id=ids("<|end_of_text|>"),
+            bos_token_id=ids("<|begin_of_text|>"),
+            eos_token_id=ids("<|end_of_text|>"),
+            mask_token_id=ids("<|mask|>"),
+            **kw,
+        )
+        return cls(cfg), tok
+
+    return b
+
+
+class LastHidden(torch.nn.Module):
+    """EuroBERT records each layer's output as `hidden_states`, the last before the final norm:
+    the golden's hidden states are the base model's `last_hidden_state` (after it)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.config = model.config
+
+    def forward(self, **feed):
+        feed.pop("output_hidden_states", None)
+        o = self.model(**feed)
+        o.hidden_states = (self.model.model(**feed).last_hidden_state,)
+        return o
+
+
+def eurobert_hub_layout(out: Path):
+    """Rewrites the folder as the EuroBERT checkpoints' remote code (transformers 4.x) has it:
+    `clf_pooling`, a flat `rope_theta` with `rope_scaling` null, and the sequence head's output
+    projection named `out_proj`."""
+    p = out / "config.json"
+    c = json.load(open(p))
+    c["clf_pooling"] = c.pop("classifier_pooling")
+    c["rope_theta"] = c.pop("rope_parameters")["rope_theta"]
+    c["rope_scaling"] = None
+    c["auto_map"] = {
+        "AutoConfig": "EuroBERT/EuroBERT-210m--configuration_eurobert.EuroBertConfig",
+        "AutoModelForSequenceClassification": "EuroBERT/EuroBERT-210m--modeling_eurobert.EuroBertForSequenceClassification",
+    }
+    c["transformers_version"] = "4.48.0"
+    mtf.write_json(p, c)
+    w = load_file(str(out / "model.safetensors"))
+    w = {k.replace("classifier.", "out_proj.", 1) if k.startswith("classifier.") else k: v for k, v in w.items()}
+    save_file(w, str(out / "model.safetensors"), metadata={"format": "pt"})
+
+
 def build_gte(cls, **kw):
     def b(seed):
         tok = mtm.unigram_tokenizer(512)
@@ -333,6 +458,57 @@ SPECS = {
         cases=mtf.with_long(mlm_cases("<mask>"), case("long_masks", mtf.long_mlm(MID, "<mask>"))),
         longest=(120, 400),
     ),
+    "eurobert-mlm": dict(
+        build=build_eurobert(EuroBertForMaskedLM, 250000.0),
+        seed=271,
+        head="mlm",
+        cases=mtf.with_long(mlm_cases("<|mask|>"), case("long_masks", mtf.long_mlm(MID, "<|mask|>"))),
+        longest=(120, 400),
+    ),
+    "eurobert-seqcls": dict(
+        build=build_eurobert(EuroBertForSequenceClassification, 1000.0, positions=1024, **labels_kw(SEQ3)),
+        seed=272,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", LONG, TEXTS["pos"], SHORTISH)),
+        longest=(513, 1024),
+    ),
+    "eurobert-seqcls-bos": dict(
+        build=build_eurobert(EuroBertForSequenceClassification, 1000.0, classifier_pooling="bos", **labels_kw(SEQ3)),
+        seed=273,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+    ),
+    "eurobert-seqcls-mean-gqa": dict(
+        build=build_eurobert(
+            EuroBertForSequenceClassification,
+            1000.0,
+            classifier_pooling="mean",
+            num_key_value_heads=2,
+            **labels_kw(SEQ3),
+        ),
+        seed=274,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+    ),
+    "eurobert-seqcls-hub": dict(
+        build=build_eurobert(EuroBertForSequenceClassification, 1000.0, classifier_pooling="mean", **labels_kw(SEQ3)),
+        seed=276,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+        eurobert_hub=True,
+    ),
+    "eurobert-tokcls": dict(
+        build=build_eurobert(
+            EuroBertForTokenClassification, 10000.0, attention_bias=True, mlp_bias=True, **labels_kw(BIO)
+        ),
+        seed=275,
+        head="tokcls",
+        cases=mtf.with_long(tok_cases(), case("long", SHORTISH)),
+        longest=(40, 400),
+    ),
 }
 
 
@@ -375,6 +551,15 @@ def main():
         for k, v in mem.items():
             assert torch.equal(got[k], v), (name, k)
         assert getattr(gm.config, "layer_types", None) == getattr(model.config, "layer_types", None), name
+        if name.startswith("eurobert"):
+            gm = LastHidden(gm)
+        if spec.get("eurobert_hub"):
+            # the golden is transformers 5's model, reloaded from the file before its rewrite
+            w, longest = mtf.golden(name, spec, gm, out)
+            eurobert_hub_layout(out)
+            warns += w
+            print(f"{name:24s} {type(model).__name__:36s} vocab {len(tok):4d}  longest {longest:3d}  (hub layout)")
+            continue
         w, longest = mtf.golden(name, spec, gm, out)
         warns += w
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())

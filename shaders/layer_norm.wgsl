@@ -1,4 +1,5 @@
-// In-place LayerNorm of each row: one workgroup of WG invocations per row; the reductions come
+// In-place LayerNorm of each row (RMSNorm where p.centered is 0: no mean subtracted, the
+// square root of the mean square): one workgroup of WG invocations per row; the reductions come
 // from common.wgsl, with subgroups common_subgroup.wgsl, or on CPU-emulated adapters
 // common_lanes.wgsl (four invocations reading consecutive words).
 @group(0) @binding(1) var<storage, read> gamma: array<f32>;
@@ -17,7 +18,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, l: Lanes) {
     for (var c = t; c < p.dim; c += WG) {
         sum += x[o0 + c];
     }
-    let mean = reduce_sum(l, sum) / f32(p.dim);
+    let mean = select(0.0, reduce_sum(l, sum) / f32(p.dim), p.centered != 0u);
     var sq = 0.0;
     for (var c = t; c < p.dim; c += WG) {
         let d = x[o0 + c] - mean;

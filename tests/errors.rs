@@ -318,6 +318,29 @@ fn every_kernel_gives_the_same_hidden_states() {
     }
 }
 
+/// A EuroBERT config that switches on biases its checkpoint lacks: the first missing
+/// tensor is named.
+#[test]
+fn eurobert_missing_bias_is_named() {
+    let from = root().join("tests/tiny/eurobert-mlm");
+    let dir = scratch("eurobert-bias");
+    copy(
+        &from,
+        &dir,
+        &[
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "model.safetensors",
+        ],
+    );
+    let config = std::fs::read_to_string(from.join("config.json")).unwrap();
+    let edited = config.replace("\"attention_bias\": false", "\"attention_bias\": true");
+    assert_ne!(edited, config);
+    std::fs::write(dir.join("config.json"), edited).unwrap();
+    let got = load_err(&dir);
+    assert!(got.contains("layers.0.self_attn.q_proj.bias"), "{got}");
+}
+
 /// Configs of the newer families: a missing key is named, and what is not built (DeBERTa's
 /// convolution and `p2p`, ALBERT's layer groups, BERT's relative_key positions, Jina's
 /// SwiGLU) is refused at load by name.
@@ -340,7 +363,7 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             Err(e) => e.to_string(),
         }
     };
-    let cases: [(&str, Edit, &str); 16] = [
+    let cases: [(&str, Edit, &str); 22] = [
         ("mpnet-mlm", &|c| drop(c.remove("vocab_size")), "missing `vocab_size`"),
         (
             "mpnet-mlm",
@@ -375,7 +398,7 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
         ),
         (
             "albert-qa",
-            &|c| drop(c.insert("model_type".into(), "eurobert".into())),
+            &|c| drop(c.insert("model_type".into(), "llama".into())),
             "supported: bert, distilbert, roberta, camembert, xlm-roberta, electra, albert, mpnet, deberta-v2",
         ),
         (
@@ -412,6 +435,36 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             "nomic-bert-hub",
             &|c| drop(c.remove("n_embd")),
             "missing `hidden_size`",
+        ),
+        (
+            "eurobert-mlm",
+            &|c| drop(c.insert("rope_parameters".into(), serde_json::json!({"rope_type": "llama3", "factor": 8.0, "rope_theta": 5e5}))),
+            "rope_type `llama3` is not supported; supported: default, linear",
+        ),
+        (
+            "eurobert-seqcls",
+            &|c| drop(c.insert("classifier_pooling".into(), "max".into())),
+            "classifier_pooling `max` is not supported; supported: bos, mean, late",
+        ),
+        (
+            "eurobert-seqcls-hub",
+            &|c| drop(c.insert("clf_pooling".into(), "cls".into())),
+            "clf_pooling `cls` is not supported; supported: bos, mean, late",
+        ),
+        (
+            "eurobert-seqcls-mean-gqa",
+            &|c| drop(c.insert("num_key_value_heads".into(), 3.into())),
+            "num_key_value_heads 3 does not divide 4 heads",
+        ),
+        (
+            "eurobert-tokcls",
+            &|c| drop(c.insert("head_dim".into(), 16.into())),
+            "head_dim 16 other than hidden_size / num_attention_heads (8) is not supported",
+        ),
+        (
+            "eurobert-mlm",
+            &|c| drop(c.remove("intermediate_size")),
+            "missing `intermediate_size`",
         ),
     ];
     for (name, edit, want) in cases {

@@ -465,6 +465,60 @@ fn modernbert_qa() {
     check("modernbert-qa");
 }
 
+/// EuroBERT: pre-RMSNorm, SwiGLU, rotary, no biases, an undecorated `lm_head`; Llama 3's
+/// byte-level BPE with its specials.
+#[test]
+fn eurobert_mlm() {
+    check("eurobert-mlm");
+    // The specials as the config names them: padding is the end token.
+    let e = try_engine(&tiny_dir("eurobert-mlm")).unwrap();
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(tiny_dir("eurobert-mlm").join("config.json")).unwrap(),
+    )
+    .unwrap();
+    let id = |k: &str| config[k].as_u64().unwrap() as u32;
+    assert_eq!(e.tokenizer.pad_id, id("pad_token_id"));
+    assert_eq!(e.tokenizer.mask_id, Some(id("mask_token_id")));
+    assert_eq!(e.tokenizer.mask_token.as_deref(), Some("<|mask|>"));
+    let enc = e.encode("a b", None, None).unwrap();
+    let ids = enc.get_ids();
+    assert_eq!(
+        (ids[0], ids[ids.len() - 1]),
+        (id("bos_token_id"), id("eos_token_id"))
+    );
+}
+
+/// `classifier_pooling` late (the default): the head on every token, its logits averaged;
+/// 1024 positions, an input of 618 tokens (rope_theta 1000: three of the four frequencies
+/// wrap, the slowest turns 3.5 rad).
+#[test]
+fn eurobert_seqcls_late_pooling() {
+    check("eurobert-seqcls");
+}
+
+#[test]
+fn eurobert_seqcls_bos_pooling() {
+    check("eurobert-seqcls-bos");
+}
+
+/// Mean pooling, and 2 K/V heads for 4 query heads (grouped-query attention).
+#[test]
+fn eurobert_seqcls_mean_grouped_kv_heads() {
+    check("eurobert-seqcls-mean-gqa");
+}
+
+/// The Hub's remote-code layout: `clf_pooling` (mean), a flat `rope_theta`, `out_proj`.
+#[test]
+fn eurobert_seqcls_hub_layout() {
+    check("eurobert-seqcls-hub");
+}
+
+/// `attention_bias` and `mlp_bias` on.
+#[test]
+fn eurobert_tokcls_biases() {
+    check("eurobert-tokcls");
+}
+
 #[test]
 fn nomic_bert_seqcls_swiglu_unbiased() {
     check("nomic-bert-seqcls");
@@ -525,6 +579,12 @@ fn every_tiny_folder_is_tested() {
             "distilbert-seqcls",
             "electra-qa",
             "electra-seqcls",
+            "eurobert-mlm",
+            "eurobert-seqcls",
+            "eurobert-seqcls-bos",
+            "eurobert-seqcls-hub",
+            "eurobert-seqcls-mean-gqa",
+            "eurobert-tokcls",
             "gte-mlm",
             "gte-seqcls",
             "jina-v2-6heads",

@@ -309,6 +309,10 @@ fn position_term_and_shared_layer_families_match_cpu() {
         "modernbert-mlm",
         "nomic-bert-seqcls",
         "gte-mlm",
+        "eurobert-seqcls",
+        "eurobert-seqcls-mean-gqa",
+        "eurobert-tokcls",
+        "eurobert-mlm",
     ] {
         let dir = root().join("tests/tiny").join(name);
         let g: serde_json::Value =
@@ -325,7 +329,7 @@ fn position_term_and_shared_layer_families_match_cpu() {
         // Past MPNet's 128 and DeBERTa's buckets; past ModernBERT's window of 8 either side.
         let long = match name {
             n if n.starts_with("albert") => 0,
-            "modernbert-tokcls" => 60,
+            "modernbert-tokcls" | "eurobert-tokcls" => 60,
             _ => 130,
         };
         assert!(encs.iter().any(|e| e.len() > long), "{name}: no long input");

@@ -290,7 +290,8 @@ pub struct Epilogue<'a> {
     pub act: Activation,
     /// Same shape as the output.
     pub residual: Option<&'a [f32]>,
-    pub norm: Option<(&'a [f32], &'a [f32], f32)>,
+    /// `(gamma, beta, eps, centered)`: a LayerNorm, or an RMSNorm where not `centered`.
+    pub norm: Option<(&'a [f32], &'a [f32], f32, bool)>,
 }
 
 #[inline(always)]
@@ -309,18 +310,21 @@ pub fn epilogue_rows<L: Lanes>(out: &mut [f32], e: &Epilogue) {
                 *x += r;
             }
         }
-        if let Some((g, b, eps)) = e.norm {
-            layer_norm(row, g, b, eps);
+        if let Some((g, b, eps, centered)) = e.norm {
+            layer_norm(row, g, b, eps, centered);
         }
     }
 }
 
+/// LayerNorm of a row; RMSNorm (no mean subtracted) where not `centered`.
 #[inline(always)]
-pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32, centered: bool) {
     let n = row.len() as f32;
-    let mean = sum(row) / n;
-    for x in row.iter_mut() {
-        *x -= mean;
+    if centered {
+        let mean = sum(row) / n;
+        for x in row.iter_mut() {
+            *x -= mean;
+        }
     }
     let sq: f32 = {
         let mut acc = [0f32; 16];
@@ -391,7 +395,7 @@ pub type RangeFn = unsafe fn(&[f32], (f32, f32)) -> (f32, f32);
 pub struct RowOps {
     pub epilogue: unsafe fn(&mut [f32], &Epilogue),
     pub softmax: unsafe fn(&mut [f32], usize, f32, &mut [f32]),
-    pub layer_norm: unsafe fn(&mut [f32], &[f32], &[f32], f32),
+    pub layer_norm: unsafe fn(&mut [f32], &[f32], &[f32], f32, bool),
     /// The running (min, max) of a row from a start value (`qgemm::q8_range`).
     pub q8_range: RangeFn,
     /// One row's `DynamicQuantizeLinear` codes (`qgemm::q8_codes`).
@@ -413,8 +417,8 @@ macro_rules! row_ops {
                 $crate::cpu::math::softmax_rows::<L>(rows, cols, scale, inv)
             }
             $(#[target_feature(enable = $feature)])?
-            unsafe fn layer_norm(row: &mut [f32], g: &[f32], b: &[f32], eps: f32) {
-                $crate::cpu::math::layer_norm(row, g, b, eps)
+            unsafe fn layer_norm(row: &mut [f32], g: &[f32], b: &[f32], eps: f32, c: bool) {
+                $crate::cpu::math::layer_norm(row, g, b, eps, c)
             }
             $(#[target_feature(enable = $feature)])?
             unsafe fn q8_range(x: &[f32], init: (f32, f32)) -> (f32, f32) {
@@ -572,8 +576,23 @@ mod tests {
             }
         }
         let mut r = vec![1.0, 2.0, 3.0, 4.0];
-        layer_norm(&mut r, &[1.0; 4], &[0.0; 4], 0.0);
+        layer_norm(&mut r, &[1.0; 4], &[0.0; 4], 0.0, true);
         assert!((r[0] + 1.341_640_8).abs() < 1e-5);
+        // RMSNorm: 1 / sqrt(mean(1, 4, 9, 16) + 0.5) = 1 / sqrt(8), then the weight and bias
+        let mut r = vec![1.0, 2.0, 3.0, 4.0];
+        layer_norm(
+            &mut r,
+            &[1.0, 2.0, 1.0, 1.0],
+            &[0.0, 0.0, 0.0, 0.5],
+            0.5,
+            false,
+        );
+        let inv = 1.0 / 8f32.sqrt();
+        let want = [inv, 4.0 * inv, 3.0 * inv, 4.0 * inv + 0.5];
+        assert!(
+            r.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-6),
+            "{r:?}"
+        );
         let long: Vec<f32> = (0..37).map(|i| i as f32 * 0.25 - 3.0).collect();
         assert!((sum(&long) - long.iter().sum::<f32>()).abs() < 1e-4);
     }

@@ -313,7 +313,9 @@ impl CpuExecutor {
                     if let Some(norm) = norm {
                         let (gamma, beta) = (&w[norm.gamma.0].data, &w[norm.beta.0].data);
                         // SAFETY: the row ops belong to the kernel selected for this CPU.
-                        unsafe { (self.kernel.ops.layer_norm)(row, gamma, beta, norm.eps) };
+                        unsafe {
+                            (self.kernel.ops.layer_norm)(row, gamma, beta, norm.eps, norm.centered)
+                        };
                     }
                 }
                 self.bufs[out.0] = dst;
@@ -361,6 +363,7 @@ impl CpuExecutor {
                             w[n.gamma.0].data.as_slice(),
                             w[n.beta.0].data.as_slice(),
                             n.eps,
+                            n.centered,
                         )
                     }),
                 };
@@ -438,7 +441,9 @@ impl CpuExecutor {
                 let (gamma, beta) = (&w[norm.gamma.0].data, &w[norm.beta.0].data);
                 for row in dst.chunks_exact_mut(cols) {
                     // SAFETY: the row ops belong to the kernel selected for this CPU.
-                    unsafe { (self.kernel.ops.layer_norm)(row, gamma, beta, norm.eps) };
+                    unsafe {
+                        (self.kernel.ops.layer_norm)(row, gamma, beta, norm.eps, norm.centered)
+                    };
                 }
                 self.bufs[out.0] = dst;
             }

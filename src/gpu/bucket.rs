@@ -555,6 +555,7 @@ impl Builder<'_> {
             rows: rows as u32,
             dim: dim as u32,
             eps: norm.eps,
+            centered: norm.centered as u32,
         };
         rec.push(
             Kernel::layer_norm(self.choice),

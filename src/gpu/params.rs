@@ -90,10 +90,12 @@ uniforms! {
         seq_len: u32,
         kind: u32,
     }
+    /// `centered` 0: RMSNorm (no mean subtracted).
     LayerNormParams {
         rows: u32,
         dim: u32,
         eps: f32,
+        centered: u32,
     }
     /// `softmax(q·k * scale + bias[h][j - i + bias_center])·v`; `bias_width` 0: no bias.
     AttentionParams {
@@ -184,7 +186,7 @@ mod tests {
     fn the_wgsl_struct_lists_the_rust_fields_in_order() {
         assert_eq!(
             LayerNormParams::wgsl(),
-            "struct Params {\n    rows: u32,\n    dim: u32,\n    eps: f32,\n}\n\
+            "struct Params {\n    rows: u32,\n    dim: u32,\n    eps: f32,\n    centered: u32,\n}\n\
              @group(0) @binding(0) var<uniform> p: Params;\n"
         );
         assert_eq!(std::mem::size_of::<GemmParams>(), 40);

@@ -100,11 +100,15 @@ pub struct RotaryConfig {
     pub position_scale: f64,
 }
 
-/// What the sequence head pools (ModernBERT's `classifier_pooling`).
+/// What the sequence head pools (the family's [`super::family::PoolingKey`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeadPooling {
     First,
+    /// The mean of the real tokens' hidden states.
     Mean,
+    /// The head runs on every token and its logits are averaged over the real tokens
+    /// (EuroBERT's `late`).
+    Late,
 }
 
 /// DeBERTa's relative attention settings (`relative_attention: true`).
@@ -135,6 +139,9 @@ pub struct ModelConfig {
     pub embedding_size: usize,
     pub num_layers: usize,
     pub num_heads: usize,
+    /// Heads of K and V (`num_key_value_heads`): each serves `num_heads / kv_heads` query
+    /// heads; the plan repeats their rows at load.
+    pub kv_heads: usize,
     pub intermediate_size: usize,
     pub hidden_act: Activation,
     /// The activation of a gated MLP's gate (`act(gate) * up`); `None` for a plain MLP.
@@ -310,6 +317,7 @@ impl ModelConfig {
             },
             num_layers: need(keys.layers)?,
             num_heads: need(keys.heads)?,
+            kv_heads: 0,
             intermediate_size: need(keys.intermediate)?,
             hidden_act: Activation::parse(file, &act_name)?,
             gate_act,
@@ -349,6 +357,7 @@ impl ModelConfig {
                 ),
             ));
         }
+        cfg.kv_heads = kv_heads(file, fam, obj, &cfg)?;
         if let Some(r) = fam.rotary {
             if !cfg.head_dim().is_multiple_of(2) {
                 return Err(Error::config(
@@ -599,17 +608,71 @@ fn head_pooling(
     fam: &family::Family,
     obj: &serde_json::Map<String, Value>,
 ) -> Result<HeadPooling> {
-    let key = fam.head_transform.map(|t| t.pooling_key);
-    match key.and_then(|k| obj.get(k)).and_then(Value::as_str) {
-        None | Some("cls") => Ok(HeadPooling::First),
-        Some("mean") => Ok(HeadPooling::Mean),
-        Some(other) => Err(Error::config(
+    let Some(p) = fam.pooling else {
+        return Ok(HeadPooling::First);
+    };
+    let found = (p.keys.iter()).find_map(|&k| obj.get(k).and_then(Value::as_str).map(|v| (k, v)));
+    let Some((key, name)) = found else {
+        return Ok(p.default);
+    };
+    match p.values.iter().find(|(n, _)| *n == name) {
+        Some(&(_, pooling)) => Ok(pooling),
+        None => {
+            let names: Vec<&str> = p.values.iter().map(|(n, _)| *n).collect();
+            Err(Error::config(
+                file,
+                format!(
+                    "{key} `{name}` is not supported; supported: {}",
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
+/// The K/V heads (`num_key_value_heads`, else one per query head), which must divide the
+/// query heads; grouped heads only where Q, K and V are modules of their own (their rows are
+/// repeated at load). A `head_dim` other than `hidden_size / num_attention_heads` is refused.
+fn kv_heads(
+    file: &str,
+    fam: &family::Family,
+    obj: &serde_json::Map<String, Value>,
+    cfg: &ModelConfig,
+) -> Result<usize> {
+    let heads = cfg.num_heads;
+    if let Some(d) = obj.get("head_dim").and_then(Value::as_u64) {
+        if d != cfg.head_dim() as u64 {
+            return Err(Error::config(
+                file,
+                format!(
+                    "head_dim {d} other than hidden_size / num_attention_heads ({}) is not supported",
+                    cfg.head_dim()
+                ),
+            ));
+        }
+    }
+    let kv = match obj.get("num_key_value_heads").and_then(Value::as_u64) {
+        None => return Ok(heads),
+        Some(kv) => kv as usize,
+    };
+    let separate = fam.layer.fused_qkv.is_none() && fam.layer.interleaved_qkv.is_none();
+    if kv == heads {
+        Ok(heads)
+    } else if kv == 0 || !heads.is_multiple_of(kv) {
+        Err(Error::config(
+            file,
+            format!("num_key_value_heads {kv} does not divide {heads} heads"),
+        ))
+    } else if !separate {
+        Err(Error::config(
             file,
             format!(
-                "{} `{other}` is not supported; supported: cls, mean",
-                key.unwrap_or_default()
+                "num_key_value_heads {kv} of {heads} heads is not supported for {}",
+                fam.names[0]
             ),
-        )),
+        ))
+    } else {
+        Ok(kv)
     }
 }
 

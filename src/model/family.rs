@@ -4,7 +4,7 @@
 //! ONNX importer, the memory estimate and error messages all read this table; adding a family
 //! is one entry here (plus kernels only for a genuinely new op).
 
-use super::config::Activation;
+use super::config::{Activation, HeadPooling};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelType {
@@ -24,6 +24,9 @@ pub enum ModelType {
     RoFormer,
     /// ModernBERT: pre-norm, rotary, GeGLU, alternating global and sliding-window attention.
     ModernBert,
+    /// EuroBERT: Llama's layer (pre-RMSNorm, rotary, SwiGLU, grouped K/V heads) attending both
+    /// ways.
+    EuroBert,
     /// NomicBERT: post-norm, rotary, SwiGLU, no biases in its layers.
     NomicBert,
     /// GTE (`gte`): NomicBERT's layer with biases, `[up | gate]` in one module.
@@ -112,6 +115,24 @@ pub enum NormPlacement {
     },
 }
 
+/// What the family's norms compute (every norm of a family is of one kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NormKind {
+    /// `(x - mean) / sqrt(var + eps) · weight + bias`.
+    Layer,
+    /// `x / sqrt(mean(x²) + eps) · weight`, no bias (T5, Llama, EuroBERT).
+    Rms,
+}
+
+/// The config key that picks the sequence head's pooling (the first of `keys` present), its
+/// values and its default.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolingKey {
+    pub keys: &'static [&'static str],
+    pub values: &'static [(&'static str, HeadPooling)],
+    pub default: HeadPooling,
+}
+
 /// A config key that switches the biases of some modules (templates as in
 /// [`LayerTemplates`], or head names) on or off.
 #[derive(Debug, Clone, Copy)]
@@ -164,7 +185,8 @@ pub struct EmbeddingNames {
     pub word: &'static str,
     pub position: &'static str,
     pub token_type: &'static str,
-    pub norm: &'static str,
+    /// `None`: the embeddings are not normed (the pre-norm layers norm them).
+    pub norm: Option<&'static str>,
     /// The projection from the embedding width up to the hidden width, where they differ.
     pub project: &'static str,
     /// DeBERTa projects the summed embeddings (without a bias) before their LayerNorm;
@@ -176,7 +198,7 @@ const BERT_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
     word: "embeddings.word_embeddings",
     position: "embeddings.position_embeddings",
     token_type: "embeddings.token_type_embeddings",
-    norm: "embeddings.LayerNorm",
+    norm: Some("embeddings.LayerNorm"),
     project: "embeddings_project",
     project_before_norm: false,
 };
@@ -267,6 +289,8 @@ pub struct MlmNames {
     pub decoder: &'static str,
     pub bias: &'static str,
     pub act: Option<Activation>,
+    /// `false`: no dense and norm, the decoder reads the hidden state (EuroBERT's `lm_head`).
+    pub transform: bool,
 }
 
 /// The sequence-classification head on the first token: a dense layer, its activation, and
@@ -284,8 +308,6 @@ pub struct PooledHead {
 pub struct HeadTransform {
     pub dense: &'static str,
     pub norm: &'static str,
-    /// The config key of the pooling of the sequence head (`cls` or `mean`).
-    pub pooling_key: &'static str,
     /// The output projection of the token, span and sequence heads.
     pub out: &'static str,
 }
@@ -311,6 +333,7 @@ pub struct Family {
     /// `position_biased_input`).
     pub positions_key: Option<&'static str>,
     pub default_norm_eps: f64,
+    pub norm_kind: NormKind,
     pub norms: NormPlacement,
     pub embeddings: EmbeddingNames,
     pub layer: LayerTemplates,
@@ -326,6 +349,11 @@ pub struct Family {
     pub distance_bias: DistanceBias,
     pub rotary: Option<Rotary>,
     pub sequence_head: PooledHead,
+    /// Older checkpoints' names of the same head, used when `sequence_head`'s output
+    /// projection is absent.
+    pub sequence_head_legacy: Option<PooledHead>,
+    /// Where the config chooses the sequence head's pooling (else the first token).
+    pub pooling: Option<PoolingKey>,
     pub head_transform: Option<HeadTransform>,
     /// The config key of the pooled head's activation where the config chooses it.
     pub pooler_act_key: Option<&'static str>,
@@ -345,6 +373,7 @@ const BERT_MLM: MlmNames = MlmNames {
     decoder: "cls.predictions.decoder",
     bias: "cls.predictions.bias",
     act: None,
+    transform: true,
 };
 
 const BERT: Family = Family {
@@ -359,6 +388,7 @@ const BERT: Family = Family {
     positions: Positions::FromZero,
     positions_key: None,
     default_norm_eps: 1e-12,
+    norm_kind: NormKind::Layer,
     norms: NormPlacement::Post,
     embeddings: BERT_EMBEDDINGS,
     layer: BERT_LAYER,
@@ -373,6 +403,8 @@ const BERT: Family = Family {
         act: Activation::Tanh,
         out: "classifier",
     },
+    sequence_head_legacy: None,
+    pooling: None,
     head_transform: None,
     pooler_act_key: None,
     mlm: BERT_MLM,
@@ -394,6 +426,7 @@ const DEBERTA_MLM: MlmNames = MlmNames {
     decoder: "lm_predictions.lm_head.decoder",
     bias: "lm_predictions.lm_head.bias",
     act: None,
+    transform: true,
 };
 
 const DEBERTA_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
@@ -414,6 +447,7 @@ const ROBERTA_MLM: MlmNames = MlmNames {
     decoder: "lm_head.decoder",
     bias: "lm_head.bias",
     act: Some(Activation::Gelu),
+    transform: true,
 };
 
 const ROBERTA: Family = Family {
@@ -472,6 +506,7 @@ pub const FAMILIES: &[Family] = &[
             decoder: "vocab_projector",
             bias: "vocab_projector.bias",
             act: None,
+            transform: true,
         },
         next_sentence: false,
         ..BERT
@@ -499,6 +534,7 @@ pub const FAMILIES: &[Family] = &[
             decoder: "generator_lm_head",
             bias: "generator_lm_head.bias",
             act: Some(Activation::Gelu),
+            transform: true,
         },
         next_sentence: false,
         ..BERT
@@ -543,6 +579,7 @@ pub const FAMILIES: &[Family] = &[
             decoder: "predictions.decoder",
             bias: "predictions.bias",
             act: None,
+            transform: true,
         },
         next_sentence: false,
         ..BERT
@@ -696,7 +733,7 @@ pub const FAMILIES: &[Family] = &[
         },
         embeddings: EmbeddingNames {
             word: "embeddings.tok_embeddings",
-            norm: "embeddings.norm",
+            norm: Some("embeddings.norm"),
             ..BERT_EMBEDDINGS
         },
         layer: LayerTemplates {
@@ -761,10 +798,14 @@ pub const FAMILIES: &[Family] = &[
             act: Activation::Gelu,
             out: "classifier",
         },
+        pooling: Some(PoolingKey {
+            keys: &["classifier_pooling"],
+            values: &[("cls", HeadPooling::First), ("mean", HeadPooling::Mean)],
+            default: HeadPooling::First,
+        }),
         head_transform: Some(HeadTransform {
             dense: "head.dense",
             norm: "head.norm",
-            pooling_key: "classifier_pooling",
             out: "classifier",
         }),
         pooler_act_key: Some("classifier_activation"),
@@ -774,6 +815,108 @@ pub const FAMILIES: &[Family] = &[
             decoder: "decoder",
             bias: "decoder.bias",
             act: None,
+            transform: true,
+        },
+        next_sentence: false,
+        ..BERT
+    },
+    Family {
+        model_type: ModelType::EuroBert,
+        names: &["eurobert"],
+        class: "EuroBert",
+        prefix: "model",
+        keys: ConfigKeys {
+            default_act: "silu",
+            norm_eps: &["rms_norm_eps"],
+            ..BERT_KEYS
+        },
+        token_types: false,
+        default_type_vocab_size: 0,
+        positions: Positions::None,
+        default_norm_eps: 1e-5,
+        norm_kind: NormKind::Rms,
+        norms: NormPlacement::Pre {
+            final_norm: "norm",
+            first_attn_norm: true,
+        },
+        embeddings: EmbeddingNames {
+            word: "embed_tokens",
+            norm: None,
+            ..BERT_EMBEDDINGS
+        },
+        layer: LayerTemplates {
+            qkv: [
+                "layers.{i}.self_attn.q_proj",
+                "layers.{i}.self_attn.k_proj",
+                "layers.{i}.self_attn.v_proj",
+            ],
+            attn_out: "layers.{i}.self_attn.o_proj",
+            attn_norm: "layers.{i}.input_layernorm",
+            ffn_gate: FfnGate::Module("layers.{i}.mlp.gate_proj"),
+            ffn_in: "layers.{i}.mlp.up_proj",
+            ffn_out: "layers.{i}.mlp.down_proj",
+            ffn_norm: "layers.{i}.post_attention_layernorm",
+            ..BERT_LAYER
+        },
+        bias_switches: &[
+            BiasSwitch {
+                key: "attention_bias",
+                default: false,
+                modules: &[
+                    "layers.{i}.self_attn.q_proj",
+                    "layers.{i}.self_attn.k_proj",
+                    "layers.{i}.self_attn.v_proj",
+                    "layers.{i}.self_attn.o_proj",
+                ],
+            },
+            // `EuroBertForMaskedLM` gives its `lm_head` a bias by `mlp_bias` too.
+            BiasSwitch {
+                key: "mlp_bias",
+                default: false,
+                modules: &[
+                    "layers.{i}.mlp.gate_proj",
+                    "layers.{i}.mlp.up_proj",
+                    "layers.{i}.mlp.down_proj",
+                    "lm_head",
+                ],
+            },
+        ],
+        mlp: Mlp::GatedHiddenAct,
+        rotary: Some(Rotary {
+            interleaved: false,
+            theta: 250_000.0,
+            theta_keys: &["rope_theta"],
+            value_key: None,
+            local: None,
+        }),
+        sequence_head: PooledHead {
+            dense: "dense",
+            act: Activation::Gelu,
+            out: "classifier",
+        },
+        // The Hub's remote code.
+        sequence_head_legacy: Some(PooledHead {
+            dense: "dense",
+            act: Activation::Gelu,
+            out: "out_proj",
+        }),
+        // transformers 5's key, else the Hub's remote code's.
+        pooling: Some(PoolingKey {
+            keys: &["classifier_pooling", "clf_pooling"],
+            values: &[
+                ("bos", HeadPooling::First),
+                ("mean", HeadPooling::Mean),
+                ("late", HeadPooling::Late),
+            ],
+            default: HeadPooling::Late,
+        }),
+        mlm: MlmNames {
+            dense: "",
+            norm: "",
+            decoder: "lm_head",
+            bias: "lm_head.bias",
+            act: None,
+            transform: false,
         },
         next_sentence: false,
         ..BERT
@@ -801,7 +944,7 @@ pub const FAMILIES: &[Family] = &[
         },
         positions: Positions::None,
         embeddings: EmbeddingNames {
-            norm: "emb_ln",
+            norm: Some("emb_ln"),
             ..BERT_EMBEDDINGS
         },
         layer: NOMIC_LAYER,
@@ -866,6 +1009,7 @@ pub const FAMILIES: &[Family] = &[
             decoder: "lm_head.decoder",
             bias: "lm_head.bias",
             act: Some(Activation::Gelu),
+            transform: true,
         },
         next_sentence: false,
         ..BERT

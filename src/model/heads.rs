@@ -36,17 +36,20 @@ pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> 
             Ok(hb.dense(pooled, l, Activation::None, "nsp_logits"))
         }
         HeadKind::SequenceClasses => {
-            let cls = hb.buffer("cls", Rows::First, h);
-            hb.push(Op::Gather {
-                x: hb.hidden,
-                out: cls,
-            });
-            let (pre, act, out) = sequence_head_names(t);
+            let pooled = pool(hb, "cls");
+            let f = t.family();
+            let (pre, act, out) = match f.sequence_head_legacy {
+                Some(old) if !hb.has(&format!("{}.weight", f.sequence_head.out)) => {
+                    (old.dense, old.act, old.out)
+                }
+                _ => sequence_head_names(t),
+            };
             let act = hb.cfg().pooler_act.unwrap_or(act);
             let pre = hb.linear(pre, h, h)?;
-            let pooled = hb.dense(cls, pre, act, "pooled");
+            let pooled = hb.dense(pooled, pre, act, "pooled");
             let l = classifier(hb, out, h)?;
-            Ok(hb.dense(pooled, l, Activation::None, "logits"))
+            let logits = hb.dense(pooled, l, Activation::None, "logits");
+            Ok(late_mean(hb, logits))
         }
         HeadKind::MaskedLm => masked_lm(hb),
     }
@@ -57,20 +60,7 @@ pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> 
 fn transformed_head(hb: &mut HeadBuilder, kind: HeadKind, t: HeadTransform) -> Result<BufId> {
     let h = hb.cfg().hidden_size;
     let x = match kind {
-        HeadKind::SequenceClasses => {
-            let pooled = hb.buffer("pooled_tokens", Rows::First, h);
-            hb.push(match hb.cfg().head_pooling {
-                HeadPooling::First => Op::Gather {
-                    x: hb.hidden,
-                    out: pooled,
-                },
-                HeadPooling::Mean => Op::MeanPool {
-                    x: hb.hidden,
-                    out: pooled,
-                },
-            });
-            pooled
-        }
+        HeadKind::SequenceClasses => pool(hb, "pooled_tokens"),
         _ => hb.hidden,
     };
     let act = hb.cfg().pooler_act.unwrap_or(Activation::Gelu);
@@ -90,7 +80,37 @@ fn transformed_head(hb: &mut HeadBuilder, kind: HeadKind, t: HeadTransform) -> R
         HeadKind::Span => hb.linear(t.out, h, 2)?,
         _ => classifier(hb, t.out, h)?,
     };
-    Ok(hb.dense(transformed, out, Activation::None, "logits"))
+    let logits = hb.dense(transformed, out, Activation::None, "logits");
+    Ok(match kind {
+        HeadKind::SequenceClasses => late_mean(hb, logits),
+        _ => logits,
+    })
+}
+
+/// The sequence head's input: the first token's or the mean of the real tokens' hidden
+/// state (into a new `First`-rows buffer `name`), or every token's with late pooling.
+fn pool(hb: &mut HeadBuilder, name: &'static str) -> BufId {
+    let (x, h, pooling) = (hb.hidden, hb.cfg().hidden_size, hb.cfg().head_pooling);
+    if pooling == HeadPooling::Late {
+        return x;
+    }
+    let out = hb.buffer(name, Rows::First, h);
+    hb.push(match pooling {
+        HeadPooling::Mean => Op::MeanPool { x, out },
+        _ => Op::Gather { x, out },
+    });
+    out
+}
+
+/// With late pooling, the mean of the real tokens' logits; else `logits` as they are.
+fn late_mean(hb: &mut HeadBuilder, logits: BufId) -> BufId {
+    if hb.rows(logits) != Rows::Tokens {
+        return logits;
+    }
+    let cols = hb.cols(logits);
+    let out = hb.buffer("pooled_logits", Rows::First, cols);
+    hb.push(Op::MeanPool { x: logits, out });
+    out
 }
 
 fn classifier(hb: &mut HeadBuilder, name: &str, n_in: usize) -> Result<Linear> {
@@ -111,6 +131,7 @@ fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
         decoder,
         bias,
         act,
+        transform,
     } = mlm_names_in(cfg.model_type, |name| hb.has(name));
     // ModernBERT's MLM transform is its shared head, with the classifier's activation.
     let head_act = cfg
@@ -122,17 +143,23 @@ fn masked_lm(hb: &mut HeadBuilder) -> Result<BufId> {
         x: hb.hidden,
         out: picked,
     });
-    let dense = hb.linear(dense, h, e)?;
-    let norm = hb.norm(norm, e)?;
-    let transformed = hb.buffer("mlm_transform", Rows::Picked, e);
-    hb.push(Op::Linear {
-        x: picked,
-        linear: dense,
-        act,
-        residual: None,
-        norm: Some(norm),
-        out: transformed,
-    });
+    let transformed = match transform {
+        true => {
+            let dense = hb.linear(dense, h, e)?;
+            let norm = hb.norm(norm, e)?;
+            let transformed = hb.buffer("mlm_transform", Rows::Picked, e);
+            hb.push(Op::Linear {
+                x: picked,
+                linear: dense,
+                act,
+                residual: None,
+                norm: Some(norm),
+                out: transformed,
+            });
+            transformed
+        }
+        false => picked,
+    };
     let weight = if hb.has(&format!("{decoder}.weight")) {
         hb.weight(&format!("{decoder}.weight"), &[v, e])?
     } else {

@@ -3,7 +3,8 @@
 
 use super::config::{Activation, HeadKind, ModelConfig};
 use super::family::{
-    layer_name, layer_names, variant_name, DistanceBias, FfnGate, InterleavedQkv, NormPlacement,
+    layer_name, layer_names, variant_name, DistanceBias, FfnGate, InterleavedQkv, NormKind,
+    NormPlacement,
 };
 use super::weights::{Quant, Tensor, Weights};
 use crate::error::{Error, Result};
@@ -47,6 +48,8 @@ pub struct Norm {
     pub gamma: WeightId,
     pub beta: WeightId,
     pub eps: f32,
+    /// `false`: RMSNorm, `x / sqrt(mean(x²) + eps) · gamma + beta` (no mean subtracted).
+    pub centered: bool,
 }
 
 /// A `[heads, 2 * center + 1]` table of what attention adds to the score of query `i` and key
@@ -336,11 +339,13 @@ impl Builder<'_> {
         })
     }
 
-    /// A LayerNorm; one without a bias (ModernBERT's) adds zeros.
+    /// A LayerNorm or the family's RMSNorm; one without a bias (ModernBERT's, every RMSNorm)
+    /// adds zeros.
     fn norm(&mut self, name: &str, n: usize) -> Result<Norm> {
         let gamma = self.weight(&format!("{name}.weight"), &[n])?;
         let bias = format!("{name}.bias");
-        let beta = match self.cfg.biased(name) {
+        let centered = self.cfg.family().norm_kind == NormKind::Layer;
+        let beta = match centered && self.cfg.biased(name) {
             true => self.weight(&bias, &[n])?,
             false => match self.taken.get(&bias) {
                 Some(&id) => id,
@@ -351,6 +356,7 @@ impl Builder<'_> {
             gamma,
             beta,
             eps: self.cfg.layer_norm_eps,
+            centered,
         })
     }
 
@@ -502,12 +508,23 @@ impl Builder<'_> {
         let mut quants = Vec::new();
         // A shared layer's parts stay in the store: a later layer may fuse them with a copy.
         let shared = !self.cfg.family().layer.qkv[0].contains("{i}");
-        for (name, [wn, bn]) in names.iter().zip(&parts) {
-            let t = self.part(wn, &[h, h], shared)?;
-            w.extend(t.data);
+        let (heads, d) = (self.cfg.num_heads, self.cfg.head_dim());
+        for (p, (name, [wn, bn])) in names.iter().zip(&parts).enumerate() {
+            // K and V of grouped heads: each K/V head's rows once per query head it serves.
+            let kv = if p == 0 { heads } else { self.cfg.kv_heads };
+            let t = self.part(wn, &[kv * d, h], shared)?;
+            if kv != heads && t.quant.is_some() {
+                return Err(Error::UnsupportedArchitecture(format!(
+                    "`{wn}` quantized with {kv} K/V heads of {heads}"
+                )));
+            }
+            w.extend(repeat_heads(&t.data, kv, heads, d * h));
             quants.extend(t.quant);
             match self.cfg.biased(name) {
-                true => b.extend(self.part(bn, &[h], shared)?.data),
+                true => {
+                    let bias = self.part(bn, &[kv * d], shared)?.data;
+                    b.extend(repeat_heads(&bias, kv, heads, d));
+                }
                 false => b.extend(std::iter::repeat_n(0.0, h)),
             }
         }
@@ -763,7 +780,10 @@ impl Plan {
                 .contains(b.prefix(), &format!("{}.weight", names.project));
         // DeBERTa projects (without a bias) before the LayerNorm, the others after it.
         let before = project && names.project_before_norm;
-        let norm = b.norm(names.norm, if before { h } else { e })?;
+        let norm = match names.norm {
+            Some(name) => Some(b.norm(name, if before { h } else { e })?),
+            None => None,
+        };
         let embed_out = if project {
             b.buffer("embeddings", Rows::Tokens, e)
         } else {
@@ -773,7 +793,7 @@ impl Plan {
             word,
             position,
             token_type,
-            norm: (!before).then_some(norm),
+            norm: norm.filter(|_| !before),
             position_offset: cfg.position_offset,
             out: embed_out,
         });
@@ -784,7 +804,7 @@ impl Plan {
                 linear: proj,
                 act: Activation::None,
                 residual: None,
-                norm: before.then_some(norm),
+                norm: norm.filter(|_| before),
                 out: hidden,
             });
         }
@@ -944,6 +964,16 @@ impl Plan {
     }
 }
 
+/// `heads` blocks of `block` values from `kv` blocks, block `j` a copy of block
+/// `j / (heads / kv)` (`repeat_kv` of grouped-query attention).
+fn repeat_heads(x: &[f32], kv: usize, heads: usize, block: usize) -> Vec<f32> {
+    let group = heads / kv;
+    (0..heads)
+        .flat_map(|j| &x[j / group * block..(j / group + 1) * block])
+        .copied()
+        .collect()
+}
+
 /// What the task heads (in `heads.rs`) may use of the builder.
 pub(super) struct HeadBuilder<'a, 'b> {
     b: &'a mut Builder<'b>,
@@ -979,6 +1009,9 @@ impl HeadBuilder<'_, '_> {
     }
     pub fn rows(&self, x: BufId) -> Rows {
         self.b.buffers[x.0].rows
+    }
+    pub fn cols(&self, x: BufId) -> usize {
+        self.b.buffers[x.0].cols
     }
     pub fn push(&mut self, op: Op) {
         self.b.ops.push(op);

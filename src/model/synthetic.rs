@@ -93,6 +93,12 @@ pub fn random_model(
     cfg.hidden_size = h;
     cfg.embedding_size = h;
     cfg.num_layers = layers;
+    // Grouped K/V heads keep their group where it divides the new heads.
+    let group = cfg.num_heads / cfg.kv_heads.max(1);
+    cfg.kv_heads = match heads.is_multiple_of(group) {
+        true => heads / group,
+        false => heads,
+    };
     cfg.num_heads = heads;
     cfg.intermediate_size = inter;
     cfg.architecture = super::Architecture::Base;
@@ -165,6 +171,29 @@ mod tests {
         assert_eq!(super::shape("768x12x12x4608"), Some((768, 12, 12, 4608)));
         for bad in ["768x12x12", "768x12x7x3072", "0x1x1x1", "bert", "1x2x3xq"] {
             assert_eq!(super::shape(bad), None, "{bad}");
+        }
+    }
+
+    /// Grouped K/V heads follow a resize: 4 heads in 2 groups become 12 in 6, or 5 heads
+    /// with one K/V head each; both build.
+    #[test]
+    fn grouped_kv_heads_follow_the_shape() {
+        use super::super::{config::ModelConfig, plan::Plan};
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/tiny/eurobert-seqcls-mean-gqa"
+        );
+        let text = std::fs::read_to_string(format!("{dir}/config.json")).unwrap();
+        let cfg = ModelConfig::from_json("config.json", &text).unwrap();
+        assert_eq!((cfg.num_heads, cfg.kv_heads), (4, 2));
+        let fab = super::Fabricate {
+            seed: 1,
+            quantize: None,
+        };
+        for (shape, kv) in [("96x2x12x64", 6), ("40x1x5x64", 5)] {
+            let (cfg, w) = super::random_model(cfg.clone(), shape, fab).unwrap();
+            assert_eq!(cfg.kv_heads, kv, "{shape}");
+            Plan::build(cfg, w).unwrap_or_else(|e| panic!("{shape}: {e}"));
         }
     }
 }

@@ -40,6 +40,7 @@ impl GraphFacts {
                 let say = |p: HeadPooling| match p {
                     HeadPooling::First => "its first token",
                     HeadPooling::Mean => "the mean of its tokens",
+                    HeadPooling::Late => "every token, its logits averaged",
                 };
                 return Err(format!(
                     "the graph's sequence head reads {}, config.json's {}",

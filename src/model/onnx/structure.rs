@@ -25,7 +25,7 @@
 
 use super::super::config::ModelType;
 use super::super::family::{layer_names, matches_template, DistanceBias, Family, FfnGate, Mlp};
-use super::super::family::{NormPlacement, Positions};
+use super::super::family::{NormKind, NormPlacement, Positions};
 use super::super::heads::{mlm_names, sequence_head_names};
 use super::super::positions::alibi_slopes;
 use super::facts::GraphFacts;
@@ -102,6 +102,12 @@ pub(super) fn walk(
     if fam.layer.interleaved_qkv.is_some() {
         return Err(OnnxError::Unsupported(format!(
             "{}'s head-interleaved in_proj is not followed in ONNX graphs; load its safetensors weights",
+            fam.class
+        )));
+    }
+    if fam.norm_kind == NormKind::Rms {
+        return Err(OnnxError::Unsupported(format!(
+            "{}'s RMSNorm layers are not followed in ONNX graphs yet; load its safetensors weights",
             fam.class
         )));
     }
@@ -564,7 +570,13 @@ impl<'a> Walker<'a, '_> {
             self.imp.push(format!("{p}.{kind}.weight"), table)?;
         }
         let mut out = norm.out.clone();
-        self.push_norm(&format!("{p}.{}", names.norm), norm)?;
+        let norm_name = names.norm.ok_or_else(|| {
+            node_err(
+                norm.node,
+                format!("{} has no embeddings norm", self.fam.class),
+            )
+        })?;
+        self.push_norm(&format!("{p}.{norm_name}"), norm)?;
         // DeBERTa zeroes the padding's embeddings: `LayerNorm(e) * mask`.
         if let Some(mul) = self.only_user(&out).filter(|m| m.op_type == "Mul") {
             let other = mul.input.iter().find(|i| **i != out);

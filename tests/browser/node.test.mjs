@@ -163,7 +163,7 @@ test('a watched call reports its windows, answers as unwatched, and stops betwee
   await assert.rejects(pii('John', { signal: AbortSignal.abort() }), { name: 'AbortError' });
 });
 
-test('the newer families through the package: MPNet, Jina v2 (ALiBi), DeBERTa-v3, ALBERT against PyTorch', async () => {
+test('the newer families through the package: MPNet, Jina v2 (ALiBi), DeBERTa-v3, ALBERT, the rotary ones against PyTorch', async () => {
   const tiny = (name) => JSON.parse(readFileSync(join(ROOT, 'tests/tiny', name, 'golden.json'), 'utf8'));
   const singles = (g) => g.cases.flatMap((c) => c.inputs).filter((i) => !i.text_pair);
   // Sentence embeddings: a sentence-transformers folder (mean + Normalize) and Jina's mean.
@@ -175,7 +175,10 @@ test('the newer families through the package: MPNet, Jina v2 (ALiBi), DeBERTa-v3
     fe.dispose();
   }
   // Sequence classification: softmax of PyTorch's logits, label order and scores.
-  for (const name of ['deberta-v3-seqcls', 'albert-seqcls', 'mpnet-seqcls']) {
+  // The rotary families: ModernBERT (a 618-token text past its sliding window, and mean
+  // pooling), NomicBERT, GTE, EuroBERT (late pooling).
+  for (const name of ['deberta-v3-seqcls', 'albert-seqcls', 'mpnet-seqcls', 'modernbert-seqcls', 'modernbert-seqcls-mean',
+    'nomic-bert-seqcls', 'gte-seqcls', 'eurobert-seqcls']) {
     const g = tiny(name);
     const clf = await pipeline('text-classification', `${server.url}tiny/${name}/`);
     for (const input of g.cases.flatMap((c) => c.inputs)) {

@@ -684,12 +684,7 @@ impl<'a> Walker<'a, '_> {
         }
         let names = layer_names(self.family, i);
         let p = self.prefix;
-        let attn_out = self
-            .next_linear(output(context), 8)?
-            .ok_or_else(|| node_err(context, "no output projection after the attention"))?;
-        let attn_norm = self
-            .norm_after(&attn_out.out, 4)?
-            .ok_or_else(|| node_err(attn_out.node, "no LayerNorm after the attention output"))?;
+        let (attn_out, attn_norm) = self.attention_output(context)?;
         let mut ffn = self.linears_from(&attn_norm.out)?;
         if ffn.len() != 1 {
             return Err(node_err(
@@ -766,23 +761,7 @@ impl<'a> Walker<'a, '_> {
                 let names = mlm_names(self.family);
                 self.push_linear(names.dense, first)?;
                 self.push_norm(names.norm, norm)?;
-                self.mark(decoder.node);
-                let tied = self
-                    .imp
-                    .origins
-                    .get(&format!(
-                        "{}.{}.weight",
-                        self.prefix, self.fam.embeddings.word
-                    ))
-                    .is_some_and(|o| *o == decoder.weight.origin);
-                if !tied {
-                    self.imp
-                        .push(format!("{}.weight", names.decoder), decoder.weight)?;
-                }
-                if let Some(b) = decoder.bias {
-                    self.imp.push(names.bias.to_string(), b)?;
-                }
-                return Ok(());
+                return self.push_decoder(decoder);
             }
             if let Some(next) = self.next_linear(&first.out, 8)? {
                 return Err(node_err(
@@ -821,6 +800,37 @@ impl<'a> Walker<'a, '_> {
                 "unrecognised head: one linear on the first token",
             )),
         }
+    }
+
+    /// The masked-LM decoder: its weight unless it is the word embeddings' (tied), its bias.
+    fn push_decoder(&mut self, decoder: Linear<'a>) -> Result<(), OnnxError> {
+        let names = mlm_names(self.family);
+        self.mark(decoder.node);
+        let word = format!("{}.{}.weight", self.prefix, self.fam.embeddings.word);
+        let tied = (self.imp.origins.get(&word)).is_some_and(|o| *o == decoder.weight.origin);
+        if !tied {
+            self.imp
+                .push(format!("{}.weight", names.decoder), decoder.weight)?;
+        }
+        match decoder.bias {
+            Some(b) => self.imp.push(names.bias.to_string(), b),
+            None => Ok(()),
+        }
+    }
+
+    /// The attention output projection after the context product, and the LayerNorm after
+    /// it (post-norm layers).
+    fn attention_output(
+        &self,
+        context: &'a NodeProto,
+    ) -> Result<(Linear<'a>, Norm<'a>), OnnxError> {
+        let attn_out = self
+            .next_linear(output(context), 8)?
+            .ok_or_else(|| node_err(context, "no output projection after the attention"))?;
+        let attn_norm = self
+            .norm_after(&attn_out.out, 4)?
+            .ok_or_else(|| node_err(attn_out.node, "no LayerNorm after the attention output"))?;
+        Ok((attn_out, attn_norm))
     }
 
     /// DeBERTa: where a projection's output enters the attention products, following every

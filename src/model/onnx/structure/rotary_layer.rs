@@ -33,12 +33,7 @@ impl<'a> Walker<'a, '_> {
             },
             _ => return Ok(None),
         };
-        let attn_out = self
-            .next_linear(output(context), 8)?
-            .ok_or_else(|| node_err(context, "no output projection after the attention"))?;
-        let attn_norm = self
-            .norm_after(&attn_out.out, 4)?
-            .ok_or_else(|| node_err(attn_out.node, "no LayerNorm after the attention output"))?;
+        let (attn_out, attn_norm) = self.attention_output(context)?;
         let mut ffn = self.linears_from(&attn_norm.out)?;
         let (gate_up, product) = match ffn.len() {
             1 => {

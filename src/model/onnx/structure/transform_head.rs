@@ -49,20 +49,7 @@ impl<'a> Walker<'a, '_> {
             let names = mlm_names(self.family);
             self.push_linear(names.dense, dense)?;
             self.push_norm(names.norm, norm)?;
-            self.mark(out.node);
-            let tied = self
-                .imp
-                .origins
-                .get(&word)
-                .is_some_and(|o| *o == out.weight.origin);
-            if !tied {
-                self.imp
-                    .push(format!("{}.weight", names.decoder), out.weight)?;
-            }
-            if let Some(b) = out.bias {
-                self.imp.push(names.bias.to_string(), b)?;
-            }
-            return Ok(());
+            return self.push_decoder(out);
         }
         self.push_linear(ht.dense, dense)?;
         self.push_norm(ht.norm, norm)?;

@@ -33,8 +33,10 @@ make_tiny_models.py's first). **The weights are random and mean nothing.** What 
     q / k / v / o projections, post-norm, gate / up / down MLP, rotate-half rotary positions, no
     position table): nomic-bert-* (no biases in the layers, SiLU gate, rope_theta 1000, WordPiece
     as nomic-embed-text), gte-* (biases but on gate / up, GELU gate, XLM-R-style Unigram as
-    gte-multilingual; gte-mlm turns by `rope_type: linear`, factor 2). The Hub checkpoints'
-    remote-code layouts (NomicBERT's Wqkv / fc11 / fc12, GTE's `new` model type) are not built yet.
+    gte-multilingual; gte-mlm turns by `rope_type: linear`, factor 2).
+  * gte-new-hub: GteForSequenceClassification saved as the remote code (`model_type: new`,
+    `rope_scaling: {type: ntk, factor: 2}`, the base under `new.`); the golden is transformers 5's
+    model with the same rotary angles (`linear` rope of factor 2^(2/d) on the base 160000 * 2).
 
   * EuroBERT (transformers 5's EuroBert*): Llama's layer attending both ways (pre-RMSNorm, final
     norm, SwiGLU, rotate-half rotary, no biases), 3 layers, with a Llama 3 style tokenizer (byte-level
@@ -370,6 +372,43 @@ def eurobert_hub_layout(out: Path):
     save_file(w, str(out / "model.safetensors"), metadata={"format": "pt"})
 
 
+# GTE's remote code (`model_type: new`) scales its rotary positions by a fixed NTK factor:
+# inv_freq = (theta * f)^(-2j/d) / f^(2/d). That is transformers 5's `linear` rope with
+# factor f^(2/d) on the base theta * f, which makes the golden of the `new` layout.
+NTK_FACTOR, NTK_THETA, HEAD_DIM = 2.0, 160000.0, mtm.TINY["hidden"] // mtm.TINY["heads"]
+
+
+def gte_new_layout(out: Path):
+    """Rewrites the folder as Alibaba-NLP/gte-multilingual-*'s remote code saves it: config
+    `model_type: new` with `rope_theta` and `rope_scaling: {type: ntk}`, the remote code's
+    switches, and the task model's base under `new.`."""
+    p = out / "config.json"
+    c = json.load(open(p))
+    del c["rope_parameters"]
+    c.update({
+        "architectures": ["NewForSequenceClassification"],
+        "auto_map": {
+            "AutoConfig": "Alibaba-NLP/new-impl--configuration.NewConfig",
+            "AutoModel": "Alibaba-NLP/new-impl--modeling.NewModel",
+            "AutoModelForSequenceClassification": "Alibaba-NLP/new-impl--modeling.NewForSequenceClassification",
+        },
+        "layer_norm_type": "layer_norm",
+        "logn_attention_clip1": False,
+        "logn_attention_scale": False,
+        "model_type": "new",
+        "pack_qkv": True,
+        "position_embedding_type": "rope",
+        "rope_scaling": {"factor": NTK_FACTOR, "type": "ntk"},
+        "rope_theta": NTK_THETA,
+        "unpad_inputs": False,
+        "use_memory_efficient_attention": False,
+    })
+    json.dump(c, open(p, "w"), indent=2, sort_keys=True)
+    w = load_file(str(out / "model.safetensors"))
+    w = {("new." + k[len("gte."):] if k.startswith("gte.") else k): v for k, v in w.items()}
+    save_file(w, str(out / "model.safetensors"), metadata={"format": "pt"})
+
+
 def build_gte(cls, **kw):
     def b(seed):
         tok = mtm.unigram_tokenizer(512)
@@ -450,6 +489,22 @@ SPECS = {
         head="seqcls",
         cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
         longest=(120, 400),
+    ),
+    "gte-new-hub": dict(
+        build=build_gte(
+            GteForSequenceClassification,
+            rope_parameters={
+                "rope_type": "linear",
+                "factor": NTK_FACTOR ** (2 / HEAD_DIM),
+                "rope_theta": NTK_THETA * NTK_FACTOR,
+            },
+            **labels_kw(SEQ3),
+        ),
+        seed=266,
+        head="seqcls",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
+        longest=(120, 400),
+        gte_new=True,
     ),
     "gte-mlm": dict(
         build=build_gte(GteForMaskedLM, rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 160000.0}),
@@ -553,6 +608,13 @@ def main():
         assert getattr(gm.config, "layer_types", None) == getattr(model.config, "layer_types", None), name
         if name.startswith("eurobert"):
             gm = LastHidden(gm)
+        if spec.get("gte_new"):
+            # the golden is transformers 5's model, reloaded from the file before its rewrite
+            w, longest = mtf.golden(name, spec, gm, out)
+            gte_new_layout(out)
+            warns += w
+            print(f"{name:24s} {type(model).__name__:36s} vocab {len(tok):4d}  longest {longest:3d}  (new layout)")
+            continue
         if spec.get("eurobert_hub"):
             # the golden is transformers 5's model, reloaded from the file before its rewrite
             w, longest = mtf.golden(name, spec, gm, out)

@@ -549,6 +549,21 @@ fn gte_mlm_linear_rope_scaling() {
     check("gte-mlm");
 }
 
+/// gte-multilingual's remote-code layout: `model_type: new`, the base saved under `new.`, and
+/// its fixed NTK rope scaling (a larger base, every angle scaled by `factor^(-2/d)`).
+#[test]
+fn gte_new_remote_code_layout_and_ntk_scaling() {
+    check("gte-new-hub");
+    let e = try_engine(&tiny_dir("gte-new-hub")).unwrap();
+    let r = e.config.rotary.unwrap();
+    assert_eq!(r.theta, 320_000.0);
+    assert!(
+        (r.position_scale - 2f64.powf(-0.25)).abs() < 1e-12,
+        "{}",
+        r.position_scale
+    );
+}
+
 /// Every folder under tests/tiny has a test above (a new folder cannot go unchecked).
 #[test]
 fn every_tiny_folder_is_tested() {
@@ -586,6 +601,7 @@ fn every_tiny_folder_is_tested() {
             "eurobert-seqcls-mean-gqa",
             "eurobert-tokcls",
             "gte-mlm",
+            "gte-new-hub",
             "gte-seqcls",
             "jina-v2-6heads",
             "jina-v2-base",

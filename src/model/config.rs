@@ -232,7 +232,13 @@ impl ModelConfig {
             Positions::FromZero | Positions::None => 0,
         };
         let position_type = text_of("position_embedding_type");
-        let wanted = fam.selected_by.map_or("absolute", |(_, v)| v);
+        // GTE's remote code names its rotary positions `rope`.
+        let default = if fam.rotary.is_some() {
+            "rope"
+        } else {
+            "absolute"
+        };
+        let wanted = fam.selected_by.map_or(default, |(_, v)| v);
         if position_type.as_deref().is_some_and(|p| p != wanted) {
             return Err(Error::config(
                 file,
@@ -678,7 +684,7 @@ fn kv_heads(
 
 /// The rotary settings of a config, and the window of each layer where some attend locally.
 /// Bases come from transformers 5's `rope_parameters` (flat, or per layer type), else the
-/// family's keys; scaling other than `linear` is refused by name.
+/// family's keys; scaling other than `linear` and GTE's fixed `ntk` is refused by name.
 fn rotary(
     file: &str,
     obj: &serde_json::Map<String, Value>,
@@ -698,10 +704,11 @@ fn rotary(
     };
     let f64_of = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_f64);
     let key_f64 = |k: &str| obj.get(k).and_then(Value::as_f64);
-    let theta = f64_of(global, "rope_theta")
+    let mut theta = f64_of(global, "rope_theta")
         .or_else(|| r.theta_keys.iter().find_map(|k| key_f64(k)))
         .unwrap_or(r.theta);
     let mut position_scale = 1.0;
+    let mut ntk = None;
     for p in [global, local].into_iter().flatten() {
         let kind = (p.get("rope_type").or_else(|| p.get("type"))).and_then(Value::as_str);
         match kind {
@@ -714,10 +721,21 @@ fn rotary(
                     })?;
                 position_scale = 1.0 / factor;
             }
+            // GTE's remote code: a fixed NTK scaling (`mixed_b` makes it another).
+            Some("ntk") if p.get("mixed_b").is_none_or(Value::is_null) => {
+                let factor = f64_of(Some(p), "factor")
+                    .filter(|f| *f > 0.0)
+                    .ok_or_else(|| {
+                        Error::config(file, "rope_scaling `ntk` needs a positive `factor`")
+                    })?;
+                ntk = Some(factor);
+            }
             Some(other) => {
                 return Err(Error::config(
                     file,
-                    format!("rope_type `{other}` is not supported; supported: default, linear"),
+                    format!(
+                        "rope_type `{other}` is not supported; supported: default, linear, ntk (without mixed_b)"
+                    ),
                 ))
             }
         }
@@ -732,6 +750,11 @@ fn rotary(
             file,
             format!("partial_rotary_factor {fraction} leaves no rotated dimensions"),
         ));
+    }
+    // `inv_freq = (theta · f)^(-2j/d) / f^(2/d)`: a larger base, every angle scaled alike.
+    if let Some(f) = ntk {
+        theta *= f;
+        position_scale *= f.powf(-2.0 / dim as f64);
     }
     let value = r
         .value_key

@@ -345,6 +345,9 @@ pub struct Family {
     /// Boolean config keys that select a variant webert does not build when true (refused
     /// at load by name).
     pub unbuilt_flags: &'static [&'static str],
+    /// Other state-dict prefixes of the base model in task checkpoints (GTE's remote code
+    /// saves `new.`), renamed to `prefix` at load.
+    pub other_prefixes: &'static [&'static str],
     pub mlp: Mlp,
     pub distance_bias: DistanceBias,
     pub rotary: Option<Rotary>,
@@ -395,6 +398,7 @@ const BERT: Family = Family {
     unbiased: &[],
     bias_switches: &[],
     unbuilt_flags: &[],
+    other_prefixes: &[],
     mlp: Mlp::Plain,
     distance_bias: DistanceBias::None,
     rotary: None,
@@ -988,9 +992,12 @@ pub const FAMILIES: &[Family] = &[
     },
     Family {
         model_type: ModelType::Gte,
-        names: &["gte"],
+        // `new`: the Hub's remote code (gte-multilingual-*), which saves the base as `new.`.
+        names: &["gte", "new"],
         class: "Gte",
         prefix: "gte",
+        other_prefixes: &["new"],
+        unbuilt_flags: &["logn_attention_scale", "logn_attention_clip1"],
         default_type_vocab_size: 0,
         positions: Positions::None,
         layer: GTE_LAYER,

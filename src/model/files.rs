@@ -322,6 +322,10 @@ impl ModelFiles {
             let file = format!("{origin}/{onnx}");
             weights = super::onnx::import_checked(&file, &bytes, config, budget)?;
         }
+        let family = config.model_type.family();
+        for other in family.other_prefixes {
+            weights.rename_prefix(other, family.prefix);
+        }
         Ok(weights)
     }
 }

@@ -218,6 +218,22 @@ impl Weights {
         self.tensors.insert(name, t);
     }
 
+    /// Tensors named `{from}.…` renamed `{to}.…` (another spelling of the base model's
+    /// prefix).
+    pub fn rename_prefix(&mut self, from: &str, to: &str) {
+        let from = format!("{from}.");
+        let names: Vec<String> = (self.tensors.keys())
+            .filter(|k| k.starts_with(&from))
+            .cloned()
+            .collect();
+        for name in names {
+            if let Some(t) = self.tensors.remove(&name) {
+                self.tensors
+                    .insert(format!("{to}.{}", &name[from.len()..]), t);
+            }
+        }
+    }
+
     /// Bytes the tensors hold (f32 values and integer codes).
     pub fn bytes(&self) -> u64 {
         (self.tensors.values())

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { MODELS, PKG, ROOT, golden, assertEntities, INT_SCORE_TOL, requireModels } from './golden.mjs';
 import { serveHub } from '../mock-hub.mjs';
@@ -51,7 +51,10 @@ before(async () => {
   env.remoteHost = hub.url;
   local = await pipeline('text-classification', TINY);
 });
-after(() => hub.close());
+after(() => {
+  hub.close();
+  rmSync(ettin, { recursive: true, force: true });
+});
 
 const gets = (id, file) => hub.requests(id, file).filter((r) => r.method === 'GET');
 

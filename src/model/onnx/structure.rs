@@ -58,6 +58,17 @@ const PASS_THROUGH: &[&str] = &[
     "Identity",
 ];
 
+/// Ops of a gated MLP's activation (decomposed or fused).
+const GATE_ACTS: [&str; 7] = [
+    "Erf",
+    "Tanh",
+    "Sigmoid",
+    "Relu",
+    "Gelu",
+    "FastGelu",
+    "QuickGelu",
+];
+
 /// Ops between the scores product and the Softmax (scaling, mask).
 const TO_SOFTMAX: &[&str] = &["Mul", "Div", "Add", "Sub", "Where", "Cast", "Reshape"];
 
@@ -1463,16 +1474,9 @@ impl<'a> Walker<'a, '_> {
             .find(|i| **i != up)
             .cloned()
             .unwrap_or_default();
-        let act = [
-            "Erf",
-            "Tanh",
-            "Sigmoid",
-            "Relu",
-            "Gelu",
-            "FastGelu",
-            "QuickGelu",
-        ];
-        if other == gate || self.traces_to(&other, &up, 0) || !self.between_has(&gate, &other, &act)
+        if other == gate
+            || self.traces_to(&other, &up, 0)
+            || !self.between_has(&gate, &other, &GATE_ACTS)
         {
             return err("the activation of the gated MLP is not on the first half of its linear (act(gate) * up)".into());
         }

@@ -166,19 +166,10 @@ impl<'a> Walker<'a, '_> {
         a: Linear<'a>,
         b: Linear<'a>,
     ) -> Result<(Linear<'a>, Linear<'a>, String), OnnxError> {
-        const ACT: [&str; 7] = [
-            "Erf",
-            "Tanh",
-            "Sigmoid",
-            "Relu",
-            "Gelu",
-            "FastGelu",
-            "QuickGelu",
-        ];
         let product = |g: &Linear<'a>, u: &Linear<'a>| {
             let mul = self.only_user(&u.out).filter(|m| m.op_type == "Mul")?;
             let other = mul.input.iter().find(|i| **i != u.out)?;
-            (*other != g.out && self.between_has(&g.out, output(mul), &ACT))
+            (*other != g.out && self.between_has(&g.out, output(mul), &GATE_ACTS))
                 .then(|| output(mul).to_string())
         };
         if let Some(p) = product(&a, &b) {

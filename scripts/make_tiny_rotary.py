@@ -29,6 +29,11 @@ make_tiny_models.py's first). **The weights are random and mean nothing.** What 
     (n_embd, activation_function swiglu, rotary_emb_base, max_trained_positions 2048 beside
     n_positions 8192 and rotary_scaling_factor 2, ...); the golden is transformers 5's NomicBertModel
     on the same weights (the file is what both write), within the trained 2048 positions.
+  * nomic-bert-ntk-hub: the same remote-code layout with dynamic NTK scaling in reach
+    (max_trained_positions 24, rotary_scaling_factor 2, n_positions 512): a sequence longer than
+    24 tokens turns by the base 1000 * (2n/24 - 1)^(d/(d-2)). The golden is transformers 5's
+    `rope_type: dynamic` model (max_position_embeddings 24) run on each sequence alone with its
+    rotary state reset, so each text turns by its own length, as webert does.
   * NomicBERT and GTE as transformers 5 has them in-library (JinaEmbeddingsV3's layer: separate
     q / k / v / o projections, post-norm, gate / up / down MLP, rotate-half rotary positions, no
     position table): nomic-bert-* (no biases in the layers, SiLU gate, rope_theta 1000, WordPiece
@@ -64,6 +69,7 @@ from make_tiny_models import CORPUS, SEQ3, TEXTS, BIO, case, cls_cases, labels_k
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 
 import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
@@ -188,9 +194,8 @@ def tiny_cfg(config_cls, tok, **kw):
         num_hidden_layers=mtm.TINY["layers"],
         num_attention_heads=mtm.TINY["heads"],
         intermediate_size=mtm.TINY["inter"],
-        max_position_embeddings=512,
         pad_token_id=tok.pad_token_id,
-        **kw,
+        **{"max_position_embeddings": 512, **kw},
     )
 
 
@@ -202,7 +207,7 @@ def build_nomic(cls, **kw):
     return b
 
 
-def nomic_hub_layout(out: Path):
+def nomic_hub_layout(out: Path, trained=2048, positions=8192):
     """Rewrites config.json as nomic-ai/nomic-embed-text-v1.5's (remote code): n_embd / n_head /
     n_layer / n_inner, activation_function swiglu, rotary_emb_*, layer_norm_epsilon, the bias and
     norm switches, max_trained_positions beside the NTK-extended n_positions."""
@@ -224,7 +229,7 @@ def nomic_hub_layout(out: Path):
         "fused_dropout_add_ln": True,
         "initializer_range": 0.02,
         "layer_norm_epsilon": c["layer_norm_eps"],
-        "max_trained_positions": 2048,
+        "max_trained_positions": trained,
         "mlp_fc1_bias": False,
         "mlp_fc2_bias": False,
         "model_type": "nomic_bert",
@@ -232,7 +237,7 @@ def nomic_hub_layout(out: Path):
         "n_head": c["num_attention_heads"],
         "n_inner": c["intermediate_size"],
         "n_layer": c["num_hidden_layers"],
-        "n_positions": 8192,
+        "n_positions": positions,
         "pad_vocab_size_multiple": 64,
         "parallel_block": False,
         "parallel_block_tied_norm": False,
@@ -336,6 +341,31 @@ def build_eurobert(cls, theta, positions=512, **kw):
     return b
 
 
+class EachAlone(torch.nn.Module):
+    """NomicBertModel on each sequence of a batch alone, its rotary frequencies reset first:
+    transformers' dynamic rope keeps the longest length it has seen and turns a batch by its
+    padded length, where webert turns each sequence by its own length (as a fresh model run on
+    that text alone does)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.config = model.config
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None, output_hidden_states=False):
+        out = torch.zeros(*input_ids.shape, self.config.hidden_size)
+        rope = self.model.rotary_emb
+        for i in range(input_ids.shape[0]):
+            n = int(attention_mask[i].sum())
+            rope.register_buffer("inv_freq", rope.original_inv_freq.clone(), persistent=False)
+            rope.max_seq_len_cached = rope.original_max_seq_len
+            feed = dict(input_ids=input_ids[i : i + 1, :n], attention_mask=attention_mask[i : i + 1, :n])
+            if token_type_ids is not None:
+                feed["token_type_ids"] = token_type_ids[i : i + 1, :n]
+            out[i, :n] = self.model(**feed).last_hidden_state[0]
+        return SimpleNamespace(hidden_states=(out,), last_hidden_state=out)
+
+
 class LastHidden(torch.nn.Module):
     """EuroBERT records each layer's output as `hidden_states`, the last before the final norm:
     the golden's hidden states are the base model's `last_hidden_state` (after it)."""
@@ -376,6 +406,8 @@ def eurobert_hub_layout(out: Path):
 # inv_freq = (theta * f)^(-2j/d) / f^(2/d). That is transformers 5's `linear` rope with
 # factor f^(2/d) on the base theta * f, which makes the golden of the `new` layout.
 NTK_FACTOR, NTK_THETA, HEAD_DIM = 2.0, 160000.0, mtm.TINY["hidden"] // mtm.TINY["heads"]
+# nomic-bert-ntk-hub's trained length: the short texts stay within it, the long ones scale.
+NTK_TRAINED = 24
 
 
 def gte_new_layout(out: Path):
@@ -482,6 +514,19 @@ SPECS = {
         cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
         longest=(120, 400),
         nomic_hub=True,
+    ),
+    "nomic-bert-ntk-hub": dict(
+        build=build_nomic(
+            NomicBertModel,
+            max_position_embeddings=NTK_TRAINED,
+            rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1000.0},
+        ),
+        seed=267,
+        head="base",
+        cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"], SHORTISH)),
+        longest=(120, 400),
+        nomic_hub=dict(trained=NTK_TRAINED, positions=512),
+        each_alone=True,
     ),
     "gte-seqcls": dict(
         build=build_gte(GteForSequenceClassification, **labels_kw(SEQ3)),
@@ -591,7 +636,7 @@ def main():
         if spec.get("nomic_hub"):
             # reloaded by transformers 5 first; the Hub's config has no transformers class
             gm = type(model).from_pretrained(out, dtype=torch.float32).eval()
-            nomic_hub_layout(out)
+            nomic_hub_layout(out, **({} if spec["nomic_hub"] is True else spec["nomic_hub"]))
         # transformers 5 saves NomicBERT and GTE in their Hub layouts (emb_ln, Wqkv, fc11, ...;
         # qkv_proj, up_gate_proj, ...) and renames them back on load: the reloaded model is
         # compared with the in-memory one below, not the file with it.
@@ -608,6 +653,8 @@ def main():
         assert getattr(gm.config, "layer_types", None) == getattr(model.config, "layer_types", None), name
         if name.startswith("eurobert"):
             gm = LastHidden(gm)
+        if spec.get("each_alone"):
+            gm = EachAlone(gm)
         if spec.get("gte_new"):
             # the golden is transformers 5's model, reloaded from the file before its rewrite
             w, longest = mtf.golden(name, spec, gm, out)

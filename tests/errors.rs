@@ -363,7 +363,7 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             Err(e) => e.to_string(),
         }
     };
-    let cases: [(&str, Edit, &str); 24] = [
+    let cases: [(&str, Edit, &str); 26] = [
         ("mpnet-mlm", &|c| drop(c.remove("vocab_size")), "missing `vocab_size`"),
         (
             "mpnet-mlm",
@@ -414,7 +414,7 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
         (
             "modernbert-seqcls",
             &|c| drop(c.insert("rope_parameters".into(), serde_json::json!({"full_attention": {"rope_type": "yarn", "rope_theta": 1e4}}))),
-            "rope_type `yarn` is not supported; supported: default, linear, ntk (without mixed_b)",
+            "rope_type `yarn` is not supported; supported: default, linear, dynamic, ntk (without mixed_b)",
         ),
         (
             "modernbert-seqcls-mean",
@@ -437,9 +437,19 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
             "missing `hidden_size`",
         ),
         (
+            "nomic-bert-hub",
+            &|c| drop(c.insert("rotary_emb_scale_base".into(), 512.into())),
+            "nomic_bert with `rotary_emb_scale_base: 512` is not supported",
+        ),
+        (
+            "nomic-bert-hub",
+            &|c| drop(c.remove("max_trained_positions")),
+            "`rotary_scaling_factor` needs a positive `max_trained_positions`",
+        ),
+        (
             "gte-new-hub",
             &|c| drop(c.insert("rope_scaling".into(), serde_json::json!({"type": "ntk", "factor": 2.0, "mixed_b": 0.6}))),
-            "rope_type `ntk` is not supported; supported: default, linear, ntk (without mixed_b)",
+            "rope_type `ntk` is not supported; supported: default, linear, dynamic, ntk (without mixed_b)",
         ),
         (
             "gte-new-hub",
@@ -449,7 +459,7 @@ fn newer_family_configs_name_what_is_missing_or_not_built() {
         (
             "eurobert-mlm",
             &|c| drop(c.insert("rope_parameters".into(), serde_json::json!({"rope_type": "llama3", "factor": 8.0, "rope_theta": 5e5}))),
-            "rope_type `llama3` is not supported; supported: default, linear, ntk (without mixed_b)",
+            "rope_type `llama3` is not supported; supported: default, linear, dynamic, ntk (without mixed_b)",
         ),
         (
             "eurobert-seqcls",

@@ -530,13 +530,25 @@ fn nomic_bert_mlm() {
 }
 
 /// nomic-embed-text-v1.5's config keys (remote code) on the same layout: read as transformers
-/// 5's, and limited to the trained 2048 positions (its NTK extension past them is not built).
+/// 5's; with `rotary_scaling_factor` set, inputs reach `n_positions` (8192), past the trained
+/// 2048.
 #[test]
 fn nomic_bert_hub_config() {
     check("nomic-bert-hub");
     let e = try_engine(&tiny_dir("nomic-bert-hub")).unwrap();
-    assert_eq!(e.config.max_sequence_len(), 2048);
+    assert_eq!(e.config.max_sequence_len(), 8192);
     assert_eq!(e.config.gate_act, Some(webert::model::Activation::Silu));
+}
+
+/// Dynamic NTK scaling past `max_trained_positions` (24 here): the 44- and 162-token inputs
+/// each turn by their own length's base, the short ones by the trained one, in one batch too.
+#[test]
+fn nomic_bert_dynamic_ntk_past_the_trained_length() {
+    check("nomic-bert-ntk-hub");
+    let e = try_engine(&tiny_dir("nomic-bert-ntk-hub")).unwrap();
+    let d = e.config.rotary.unwrap().dynamic.unwrap();
+    assert_eq!((d.trained, d.factor), (24, 2.0));
+    assert_eq!(e.config.max_sequence_len(), 512);
 }
 
 #[test]
@@ -617,6 +629,7 @@ fn every_tiny_folder_is_tested() {
             "mpnet-tokcls",
             "nomic-bert-hub",
             "nomic-bert-mlm",
+            "nomic-bert-ntk-hub",
             "nomic-bert-seqcls",
             "roberta-seqcls",
             "roberta-tokcls",

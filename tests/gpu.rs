@@ -308,6 +308,7 @@ fn position_term_and_shared_layer_families_match_cpu() {
         "modernbert-tokcls",
         "modernbert-mlm",
         "nomic-bert-seqcls",
+        "nomic-bert-ntk-hub",
         "gte-mlm",
         "eurobert-seqcls",
         "eurobert-seqcls-mean-gqa",

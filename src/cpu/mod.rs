@@ -409,8 +409,17 @@ impl CpuExecutor {
                 self.bufs[out.0] = dst;
             }
             Op::Rotary { qkv, rotation } => {
-                let table = &self.weights[rotation.table.0].data;
-                rotary::rotate(&mut self.bufs[qkv.0], batch.seq_len, &rotation, table);
+                let qkv = &mut self.bufs[qkv.0];
+                match rotation.rows(&batch.lens, batch.seq_len) {
+                    // one row of angles per token row: the period is the whole batch
+                    Some(rows) => {
+                        rotary::rotate(qkv, batch.lens.len() * batch.seq_len, &rotation, &rows)
+                    }
+                    None => {
+                        let table = &self.weights[rotation.table.0].data;
+                        rotary::rotate(qkv, batch.seq_len, &rotation, table);
+                    }
+                }
             }
             Op::Gate { x, out, act } => {
                 let mut dst = std::mem::take(&mut self.bufs[out.0]);

@@ -3,12 +3,12 @@
 
 use crate::model::plan::Rotation;
 
-/// Turns every row of `qkv` (`3 · heads · head_dim` wide; row `r` is position
-/// `r % seq_len` of its sequence).
-pub fn rotate(qkv: &mut [f32], seq_len: usize, r: &Rotation, table: &[f32]) {
+/// Turns every row of `qkv` (`3 · heads · head_dim` wide) by `table`'s row `r % period`
+/// (`period`: the sequence length for a table of positions, the rows for one row per token).
+pub fn rotate(qkv: &mut [f32], period: usize, r: &Rotation, table: &[f32]) {
     let (h, half) = (r.heads * r.head_dim, r.dim / 2);
     for (row, x) in qkv.chunks_exact_mut(3 * h).enumerate() {
-        let angles = &table[(row % seq_len) * r.dim..][..r.dim];
+        let angles = &table[(row % period) * r.dim..][..r.dim];
         let (cos, sin) = angles.split_at(half);
         for head in x[..r.parts * h].chunks_exact_mut(r.head_dim) {
             for i in 0..half {
@@ -42,6 +42,7 @@ mod tests {
             interleaved: true,
             parts: 2,
             table: WeightId(0),
+            dynamic: None,
         };
         rotate(&mut qkv, 2, &r, &table);
         assert_eq!(&qkv[..12], &rows([1.0, 2.0, 3.0, 4.0])[..], "position 0");

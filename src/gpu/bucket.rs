@@ -13,7 +13,9 @@ use super::tune::{self, GemmKey, Tuned};
 use super::weights::{Chunk, GpuWeight};
 use crate::error::Result;
 use crate::exec::{Batch, Dims, Want};
-use crate::model::{Activation, BufId, Disentangled, Linear, Norm, Op, Plan, Rows, WeightId};
+use crate::model::{
+    Activation, BufId, Disentangled, Linear, Norm, Op, Plan, Rotation, Rows, WeightId,
+};
 use std::collections::HashMap;
 
 pub struct Step {
@@ -30,11 +32,17 @@ pub struct BucketInputs {
     pub lens: wgpu::Buffer,
     pub picked: wgpu::Buffer,
     pub first_rows: wgpu::Buffer,
+    /// One row of rotary angles per token row, for a rotation scaled by each call's lengths.
+    pub rotary_rows: Option<(wgpu::Buffer, Rotation)>,
 }
 
 impl BucketInputs {
-    fn new(device: &wgpu::Device, queue: &wgpu::Queue, dims: Dims) -> Self {
+    fn new(device: &wgpu::Device, queue: &wgpu::Queue, dims: Dims, plan: &Plan) -> Self {
         let tokens = dims.batch * dims.seq_len;
+        let dynamic = plan.ops.iter().find_map(|op| match op {
+            Op::Rotary { rotation, .. } if rotation.dynamic.is_some() => Some(*rotation),
+            _ => None,
+        });
         let first: Vec<u32> = (0..dims.batch).map(|s| (s * dims.seq_len) as u32).collect();
         BucketInputs {
             ids: storage(device, "ids", tokens * 4),
@@ -48,6 +56,7 @@ impl BucketInputs {
                 wgpu::BufferUsages::STORAGE,
                 bytemuck::cast_slice(&first),
             ),
+            rotary_rows: dynamic.map(|r| (storage(device, "rotary_rows", tokens * r.dim * 4), r)),
         }
     }
 
@@ -60,6 +69,12 @@ impl BucketInputs {
         if !batch.picked.is_empty() {
             let picked = u32s(&batch.picked);
             queue.write_buffer(&self.picked, 0, bytemuck::cast_slice(&picked));
+        }
+        if let Some((buffer, rotation)) = &self.rotary_rows {
+            let rows = rotation
+                .rows(&batch.lens, batch.seq_len)
+                .unwrap_or_default();
+            queue.write_buffer(buffer, 0, bytemuck::cast_slice(&rows));
         }
     }
 }
@@ -240,7 +255,7 @@ pub struct Builder<'a> {
 impl Builder<'_> {
     pub fn build(&self, dims: Dims) -> Result<Bucket> {
         let d = self.device;
-        let inputs = BucketInputs::new(d, self.queue, dims);
+        let inputs = BucketInputs::new(d, self.queue, dims, self.plan);
         let acts: Vec<wgpu::Buffer> = (self.plan.buffers.iter())
             .map(|b| storage(d, b.name, dims.rows(b.rows) * b.cols * 4))
             .collect();
@@ -713,16 +728,24 @@ impl Builder<'_> {
             }
             Op::Rotary { qkv, rotation: r } => {
                 let rows = dims.rows(plan.buffers[qkv.0].rows);
+                // A dynamic rotation reads one row of angles per token row (period: all rows).
+                let rows_table = (inputs.rotary_rows.as_ref()).filter(|_| r.dynamic.is_some());
+                let period = if rows_table.is_some() {
+                    rows
+                } else {
+                    dims.seq_len
+                };
                 let params = RotaryParams {
                     rows: rows as u32,
-                    seq_len: dims.seq_len as u32,
+                    seq_len: period as u32,
                     heads: r.heads as u32,
                     head_dim: r.head_dim as u32,
                     dim: r.dim as u32,
                     interleaved: r.interleaved as u32,
                     parts: r.parts as u32,
                 };
-                let buffers = [&acts[qkv.0], w(r.table)];
+                let table = rows_table.map_or_else(|| w(r.table), |(b, _)| b);
+                let buffers = [&acts[qkv.0], table];
                 let pairs = rows * r.parts * r.heads * (r.dim / 2);
                 rec.push(Kernel::Rotary, params, &buffers, per_element(pairs));
             }

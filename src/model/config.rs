@@ -1,7 +1,7 @@
 //! The Hugging Face `config.json`, normalised across BERT-family model types.
 
 pub use super::family::ModelType;
-use super::family::{self, DistanceBias, Mlp, Positions, Rotary};
+use super::family::{self, DistanceBias, DynamicKeys, Mlp, Positions, Rotary};
 use crate::error::{Error, Result};
 use serde_json::Value;
 
@@ -98,6 +98,17 @@ pub struct RotaryConfig {
     pub local_theta: Option<f64>,
     /// Positions are multiplied by this before turning (`rope_type: linear`: 1 / factor).
     pub position_scale: f64,
+    /// Dynamic NTK scaling of the global base past the trained length.
+    pub dynamic: Option<DynamicNtk>,
+}
+
+/// Dynamic NTK scaling: a sequence of `n > trained` tokens turns by the base
+/// `theta · (factor · n / trained − (factor − 1))^(d / (d − 2))`; `limit` is the longest input.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DynamicNtk {
+    pub trained: usize,
+    pub factor: f64,
+    pub limit: usize,
 }
 
 /// What the sequence head pools (the family's [`super::family::PoolingKey`]).
@@ -259,11 +270,11 @@ impl ModelConfig {
             }
         }
         if let Some(flag) =
-            (fam.unbuilt_flags.iter()).find(|k| obj.get(**k).and_then(Value::as_bool) == Some(true))
+            (fam.unbuilt_flags.iter()).find(|k| obj.get(**k).is_some_and(switched_on))
         {
             return Err(Error::config(
                 file,
-                format!("{mt} with `{flag}: true` is not supported"),
+                format!("{mt} with `{flag}: {}` is not supported", obj[*flag]),
             ));
         }
         let gate_act = match fam.mlp {
@@ -374,7 +385,10 @@ impl ModelConfig {
                     ),
                 ));
             }
-            let (rotary, windows) = rotary(file, obj, &r, cfg.head_dim(), cfg.num_layers)?;
+            let (rotary, windows) = rotary(file, obj, &r, &cfg)?;
+            if let Some(d) = rotary.dynamic {
+                cfg.max_position_embeddings = d.limit;
+            }
             cfg.rotary = Some(rotary);
             cfg.windows = windows;
         }
@@ -689,9 +703,9 @@ fn rotary(
     file: &str,
     obj: &serde_json::Map<String, Value>,
     r: &Rotary,
-    head_dim: usize,
-    layers: usize,
+    model: &ModelConfig,
 ) -> Result<(RotaryConfig, Vec<Option<usize>>)> {
+    let (head_dim, layers) = (model.head_dim(), model.num_layers);
     let params = obj
         .get("rope_parameters")
         .or_else(|| obj.get("rope_scaling"))
@@ -709,32 +723,40 @@ fn rotary(
         .unwrap_or(r.theta);
     let mut position_scale = 1.0;
     let mut ntk = None;
-    for p in [global, local].into_iter().flatten() {
+    let mut dynamic = None;
+    for (i, p) in [global, local].into_iter().enumerate() {
+        let Some(p) = p else { continue };
         let kind = (p.get("rope_type").or_else(|| p.get("type"))).and_then(Value::as_str);
         match kind {
             None | Some("default") => {}
-            Some("linear") => {
-                let factor = f64_of(Some(p), "factor")
-                    .filter(|f| *f > 0.0)
-                    .ok_or_else(|| {
-                        Error::config(file, "rope_type `linear` needs a positive `factor`")
-                    })?;
-                position_scale = 1.0 / factor;
+            // transformers 5: past `max_position_embeddings` the base grows with the length;
+            // the factor is how far the context stretches.
+            Some("dynamic") if i == 0 || global.is_some_and(|g| std::ptr::eq(g, p)) => {
+                let factor = positive_factor(file, p, "dynamic")?;
+                let trained = model.max_position_embeddings;
+                let limit = (trained as f64 * factor.max(1.0)) as usize;
+                dynamic = Some(DynamicNtk {
+                    trained,
+                    factor,
+                    limit,
+                });
             }
+            Some("dynamic") => {
+                return Err(Error::config(
+                    file,
+                    "rope_type `dynamic` on sliding_attention layers is not supported",
+                ))
+            }
+            Some("linear") => position_scale = 1.0 / positive_factor(file, p, "linear")?,
             // GTE's remote code: a fixed NTK scaling (`mixed_b` makes it another).
             Some("ntk") if p.get("mixed_b").is_none_or(Value::is_null) => {
-                let factor = f64_of(Some(p), "factor")
-                    .filter(|f| *f > 0.0)
-                    .ok_or_else(|| {
-                        Error::config(file, "rope_scaling `ntk` needs a positive `factor`")
-                    })?;
-                ntk = Some(factor);
+                ntk = Some(positive_factor(file, p, "ntk")?)
             }
             Some(other) => {
                 return Err(Error::config(
                     file,
                     format!(
-                        "rope_type `{other}` is not supported; supported: default, linear, ntk (without mixed_b)"
+                        "rope_type `{other}` is not supported; supported: default, linear, dynamic, ntk (without mixed_b)"
                     ),
                 ))
             }
@@ -756,6 +778,15 @@ fn rotary(
         theta *= f;
         position_scale *= f.powf(-2.0 / dim as f64);
     }
+    if let Some(keys) = r.dynamic.filter(|_| dynamic.is_none()) {
+        dynamic = dynamic_by_keys(file, obj, keys)?;
+    }
+    if dynamic.is_some() && dim <= 2 {
+        return Err(Error::config(
+            file,
+            "dynamic NTK scaling needs more than 2 rotated dimensions",
+        ));
+    }
     let value = r
         .value_key
         .and_then(|k| obj.get(k))
@@ -767,6 +798,7 @@ fn rotary(
         value: value == Some(true),
         local_theta: None,
         position_scale,
+        dynamic,
     };
     let Some(l) = r.local else {
         return Ok((cfg, Vec::new()));
@@ -812,6 +844,56 @@ fn rotary(
             .unwrap_or(l.theta),
     );
     Ok((cfg, windows))
+}
+
+/// A switch that changes what a model computes: true, or a number other than 0.
+fn switched_on(v: &Value) -> bool {
+    v.as_bool() == Some(true) || v.as_f64().is_some_and(|x| x != 0.0)
+}
+
+/// NomicBERT's remote code: `rotary_scaling_factor` (null or 0: none) past
+/// `max_trained_positions`, up to `n_positions`.
+fn dynamic_by_keys(
+    file: &str,
+    obj: &serde_json::Map<String, Value>,
+    keys: DynamicKeys,
+) -> Result<Option<DynamicNtk>> {
+    let factor = match obj.get(keys.factor) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => v.as_f64().filter(|f| *f >= 0.0).ok_or_else(|| {
+            Error::config(
+                file,
+                format!("`{}` must be a non-negative number, not {v}", keys.factor),
+            )
+        })?,
+    };
+    if factor == 0.0 {
+        return Ok(None);
+    }
+    let size = |k: &str| obj.get(k).and_then(Value::as_u64).map(|n| n as usize);
+    let trained = size(keys.trained).filter(|&n| n > 0).ok_or_else(|| {
+        Error::config(
+            file,
+            format!("`{}` needs a positive `{}`", keys.factor, keys.trained),
+        )
+    })?;
+    let limit = size(keys.extended).unwrap_or((trained as f64 * factor.max(1.0)) as usize);
+    Ok(Some(DynamicNtk {
+        trained,
+        factor,
+        limit: limit.max(trained),
+    }))
+}
+
+fn positive_factor(file: &str, p: &Value, kind: &str) -> Result<f64> {
+    (p.get("factor").and_then(Value::as_f64))
+        .filter(|f| *f > 0.0)
+        .ok_or_else(|| {
+            Error::config(
+                file,
+                format!("rope_type `{kind}` needs a positive `factor`"),
+            )
+        })
 }
 
 fn parse_labels(file: &str, v: Option<&Value>) -> Result<Vec<String>> {
@@ -889,5 +971,42 @@ mod tests {
         assert!(c.biased("decoder") && c.biased("classifier"));
         let c = modernbert(r#", "decoder_bias": false, "norm_bias": true"#);
         assert!(!c.biased("decoder") && c.biased("layers.1.mlp_norm"));
+    }
+
+    #[test]
+    fn dynamic_ntk_from_either_config_layout() {
+        let nomic = |extra: &str| {
+            let json = format!(
+                r#"{{"model_type": "nomic_bert", "vocab_size": 50, "n_embd": 64, "n_layer": 2,
+                "n_head": 4, "n_inner": 96, "max_trained_positions": 2048,
+                "n_positions": 8192{extra}}}"#
+            );
+            ModelConfig::from_json("config.json", &json)
+        };
+        // The remote code: no factor, the trained length is the limit and nothing scales.
+        let c = nomic(r#", "rotary_scaling_factor": null"#).unwrap();
+        assert_eq!(
+            (c.max_sequence_len(), c.rotary.unwrap().dynamic),
+            (2048, None)
+        );
+        let c = nomic(r#", "rotary_scaling_factor": 2"#).unwrap();
+        assert_eq!(c.max_sequence_len(), 8192);
+        let d = c.rotary.unwrap().dynamic.unwrap();
+        assert_eq!((d.trained, d.factor), (2048, 2.0));
+        let err = nomic(r#", "rotary_scaling_factor": "2""#).unwrap_err();
+        assert!(err.to_string().contains("rotary_scaling_factor"), "{err}");
+        // transformers 5: past max_position_embeddings, up to factor times it.
+        let c = modernbert(r#", "rope_parameters": {"rope_type": "dynamic", "factor": 4.0}"#);
+        let d = c.rotary.unwrap().dynamic.unwrap();
+        assert_eq!((d.trained, c.max_sequence_len()), (128, 512));
+        let per_kind = r#", "rope_parameters": {"full_attention": {"rope_type": "default"},
+            "sliding_attention": {"rope_type": "dynamic", "factor": 2.0}}"#;
+        let json = format!(
+            r#"{{"model_type": "modernbert", "vocab_size": 50, "hidden_size": 64,
+            "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 96,
+            "max_position_embeddings": 128{per_kind}}}"#
+        );
+        let err = ModelConfig::from_json("config.json", &json).unwrap_err();
+        assert!(err.to_string().contains("sliding_attention"), "{err}");
     }
 }

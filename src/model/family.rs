@@ -86,6 +86,17 @@ pub struct Rotary {
     /// A config key that, when true, rotates V as well (RoFormer's `rotary_value`).
     pub value_key: Option<&'static str>,
     pub local: Option<LocalAttention>,
+    /// Config keys of a dynamic NTK scaling outside `rope_parameters` (NomicBERT's remote code).
+    pub dynamic: Option<DynamicKeys>,
+}
+
+/// Dynamic NTK scaling set by keys of their own: past `trained` tokens the base grows with the
+/// sequence's length; with `factor` set the limit is `extended`'s value, else `trained`'s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DynamicKeys {
+    pub factor: &'static str,
+    pub trained: &'static str,
+    pub extended: &'static str,
 }
 
 /// Layers that attend within a sliding window, with a rotary base of their own (ModernBERT):
@@ -342,8 +353,8 @@ pub struct Family {
     /// Biases the config switches (ModernBERT's `attention_bias`, `norm_bias`, ...); a norm
     /// without a bias adds zeros.
     pub bias_switches: &'static [BiasSwitch],
-    /// Boolean config keys that select a variant webert does not build when true (refused
-    /// at load by name).
+    /// Config keys that select a variant webert does not build when true or a non-zero number
+    /// (refused at load by name).
     pub unbuilt_flags: &'static [&'static str],
     /// Other state-dict prefixes of the base model in task checkpoints (GTE's remote code
     /// saves `new.`), renamed to `prefix` at load.
@@ -708,6 +719,7 @@ pub const FAMILIES: &[Family] = &[
             theta_keys: &[],
             value_key: Some("rotary_value"),
             local: None,
+            dynamic: None,
         }),
         sequence_head: PooledHead {
             dense: "classifier.dense",
@@ -796,6 +808,7 @@ pub const FAMILIES: &[Family] = &[
                 theta_key: "local_rope_theta",
                 theta: 10_000.0,
             }),
+            dynamic: None,
         }),
         sequence_head: PooledHead {
             dense: "head.dense",
@@ -892,6 +905,7 @@ pub const FAMILIES: &[Family] = &[
             theta_keys: &["rope_theta"],
             value_key: None,
             local: None,
+            dynamic: None,
         }),
         sequence_head: PooledHead {
             dense: "dense",
@@ -974,7 +988,16 @@ pub const FAMILIES: &[Family] = &[
                 modules: &["encoder.layers.{i}.mlp.fc2"],
             },
         ],
-        unbuilt_flags: &["prenorm", "causal", "rotary_emb_interleaved"],
+        // xPos (`rotary_emb_scale_base`), RMSNorm and parallel blocks are not built.
+        unbuilt_flags: &[
+            "prenorm",
+            "causal",
+            "rotary_emb_interleaved",
+            "rotary_emb_scale_base",
+            "use_rms_norm",
+            "parallel_block",
+            "scale_attn_by_inverse_layer_idx",
+        ],
         mlp: Mlp::GatedHiddenAct,
         rotary: Some(Rotary {
             interleaved: false,
@@ -982,6 +1005,11 @@ pub const FAMILIES: &[Family] = &[
             theta_keys: &["rope_theta", "rotary_emb_base"],
             value_key: None,
             local: None,
+            dynamic: Some(DynamicKeys {
+                factor: "rotary_scaling_factor",
+                trained: "max_trained_positions",
+                extended: "n_positions",
+            }),
         }),
         mlm: MlmNames {
             norm: "cls.predictions.transform.layer_norm",
@@ -1009,6 +1037,7 @@ pub const FAMILIES: &[Family] = &[
             theta_keys: &["rope_theta"],
             value_key: None,
             local: None,
+            dynamic: None,
         }),
         mlm: MlmNames {
             dense: "lm_head.dense",

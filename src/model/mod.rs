@@ -12,8 +12,8 @@ pub mod weights;
 
 pub use config::{Activation, Architecture, HeadKind, ModelConfig, ModelType};
 pub use plan::{
-    BufId, BufferSpec, Disentangled, DistanceTable, Head, Linear, Norm, Op, Plan, Rows, WeightId,
-    WeightUse,
+    BufId, BufferSpec, Disentangled, DistanceTable, Head, Linear, Norm, Op, Plan, Rotation, Rows,
+    WeightId, WeightUse,
 };
 pub use weights::{BlockQuant, ChannelQuant, Quant, Tensor, Weights};
 pub mod tokenizer;

@@ -83,6 +83,32 @@ pub struct Rotation {
     pub parts: usize,
     /// `[positions, dim]`: cosines then sines.
     pub table: WeightId,
+    /// Dynamic NTK scaling: each call turns by [`Rotation::rows`] instead of `table`.
+    pub dynamic: Option<DynamicRotation>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DynamicRotation {
+    pub theta: f64,
+    pub position_scale: f64,
+    pub trained: usize,
+    pub factor: f64,
+}
+
+impl Rotation {
+    /// Under dynamic scaling, one row of angles per token row of a batch of `lens`
+    /// (`seq_len` rows per sequence), each sequence turning by its own length's base.
+    pub fn rows(&self, lens: &[usize], seq_len: usize) -> Option<Vec<f32>> {
+        let d = self.dynamic?;
+        Some(super::positions::dynamic_rows(
+            lens,
+            seq_len,
+            self.dim,
+            d.theta,
+            d.position_scale,
+            (d.trained, d.factor),
+        ))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -705,8 +731,16 @@ impl Builder<'_> {
         let thetas = [Some(r.theta), r.local_theta.filter(|t| *t != r.theta)];
         let names = ["rotary.table", "rotary.table.local"];
         let mut ops = Vec::new();
-        for (theta, name) in thetas.into_iter().zip(names) {
+        for (i, (theta, name)) in thetas.into_iter().zip(names).enumerate() {
             let Some(theta) = theta else { continue };
+            let dynamic = r.dynamic.filter(|_| i == 0).map(|d| DynamicRotation {
+                theta,
+                position_scale: r.position_scale,
+                trained: d.trained,
+                factor: d.factor,
+            });
+            // A dynamic rotation's table holds the trained positions only.
+            let len = dynamic.map_or(len, |d| d.trained.min(len));
             let values = super::positions::rotary_table(len, r.dim, theta, r.position_scale);
             let table = self.push(name, Tensor::new(vec![len, r.dim], values));
             let rotation = Rotation {
@@ -716,6 +750,7 @@ impl Builder<'_> {
                 interleaved: r.interleaved,
                 parts: if r.value { 3 } else { 2 },
                 table,
+                dynamic,
             };
             ops.push(Op::Rotary { qkv, rotation });
         }

@@ -171,9 +171,66 @@ pub fn rotary_table(len: usize, dim: usize, theta: f64, position_scale: f64) -> 
     out
 }
 
+/// The base a sequence of `len` tokens turns by under dynamic NTK scaling (`len > trained`).
+pub fn dynamic_theta(theta: f64, dim: usize, factor: f64, trained: usize, len: usize) -> f64 {
+    let stretch = factor * len as f64 / trained as f64 - (factor - 1.0);
+    theta * stretch.powf(dim as f64 / (dim as f64 - 2.0))
+}
+
+/// One row of angles per token row of a batch (`seq_len` rows per sequence): each sequence
+/// turns by its own length's base, so a text's result does not depend on its batch; padding
+/// rows do not turn.
+pub fn dynamic_rows(
+    lens: &[usize],
+    seq_len: usize,
+    dim: usize,
+    theta: f64,
+    position_scale: f64,
+    (trained, factor): (usize, f64),
+) -> Vec<f32> {
+    let identity: Vec<f32> = [vec![1.0; dim / 2], vec![0.0; dim / 2]].concat();
+    let plain = rotary_table(trained.min(seq_len), dim, theta, position_scale);
+    let mut out = Vec::with_capacity(lens.len() * seq_len * dim);
+    for &n in lens {
+        let n = n.min(seq_len);
+        match n > trained {
+            true => {
+                let base = dynamic_theta(theta, dim, factor, trained, n);
+                out.extend(rotary_table(n, dim, base, position_scale));
+            }
+            false => out.extend_from_slice(&plain[..n * dim]),
+        }
+        for _ in n..seq_len {
+            out.extend_from_slice(&identity);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dynamic_rows_scale_only_sequences_past_the_trained_length() {
+        let (dim, theta) = (8, 1000.0);
+        let rows = dynamic_rows(&[3, 6], 6, dim, theta, 1.0, (4, 2.0));
+        assert_eq!(rows.len(), 2 * 6 * dim);
+        let plain = rotary_table(6, dim, theta, 1.0);
+        assert_eq!(
+            &rows[..3 * dim],
+            &plain[..3 * dim],
+            "3 ≤ 4 tokens: the plain base"
+        );
+        assert_eq!(
+            &rows[3 * dim..4 * dim],
+            &[1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+        );
+        // 6 tokens: base 1000 · (2 · 6/4 − 1)^(8/6) = 1000 · 2^(4/3)
+        let scaled = rotary_table(6, dim, 1000.0 * 2f64.powf(4.0 / 3.0), 1.0);
+        assert_eq!(&rows[6 * dim..], &scaled[..]);
+        assert_ne!(scaled, plain);
+    }
 
     #[test]
     fn rotary_angles_turn_by_position() {

@@ -85,6 +85,9 @@ FAMILY_CASES = [
     ('nomic-bert-mlm', AutoModelForMaskedLM, None),
     ('gte-seqcls', AutoModelForSequenceClassification, 'MID'),
     ('gte-mlm', AutoModelForMaskedLM, None),
+    # nomic-embed-text's own graph: the Hub's remote code (NOMIC_REMOTE, --nomic-remote-code),
+    # fused Wqkv, its rotary cache built from the traced length, sdpa attention.
+    ('nomic-bert-hub', 'nomic-remote', 'LONG'),
 ]
 # Also quantized with the exporter's Identity nodes kept (model_int8.onnx, golden dtype `int8`):
 # ALBERT's first layer then reads q8 weights and the others f32; DeBERTa's relative embeddings are
@@ -245,7 +248,48 @@ def r8(values):
     return [float(f'{v:.8g}') for v in np.asarray(values, dtype=np.float64).ravel().tolist()]
 
 
-def family_case(name, cls, long_text, root):
+def nomic_remote_model(folder, code_dir):
+    """NomicBertModel of the Hub's remote code (modeling_hf_nomic_bert.py and
+    configuration_hf_nomic_bert.py in `code_dir`, e.g. nomic-ai/contrastors'
+    src/contrastors/models/huggingface/) with the folder's config.json and weights."""
+    import importlib, shutil, tempfile
+    from safetensors.torch import load_file
+    if not code_dir:
+        sys.exit('nomic-bert-hub needs --nomic-remote-code DIR (the remote code\'s two .py files)')
+    pkg = tempfile.mkdtemp()
+    os.makedirs(os.path.join(pkg, 'nomic_remote'))
+    for f in ('modeling_hf_nomic_bert.py', 'configuration_hf_nomic_bert.py'):
+        shutil.copy(os.path.join(code_dir, f), os.path.join(pkg, 'nomic_remote', f))
+    open(os.path.join(pkg, 'nomic_remote', '__init__.py'), 'w').close()
+    sys.path.insert(0, pkg)
+    modeling = importlib.import_module('nomic_remote.modeling_hf_nomic_bert')
+    configuration = importlib.import_module('nomic_remote.configuration_hf_nomic_bert')
+    # The remote code rounds the MLP's width up to a multiple of 256 (nomic-embed-text's 3072
+    # is one; the tiny 64 is not): multiple_of 1, the graph otherwise as the code builds it.
+    mlp = modeling.NomciBertGatedMLP.__init__
+    names = mlp.__code__.co_varnames[1:mlp.__code__.co_argcount]
+    defaults = list(mlp.__defaults__)
+    defaults[names.index('multiple_of') - (len(names) - len(defaults))] = 1
+    mlp.__defaults__ = tuple(defaults)
+    if not hasattr(modeling.NomicBertModel, 'get_extended_attention_mask'):
+        # transformers 4's, which the remote code was written for (5 dropped it)
+        def extended(self, mask, shape):
+            mask = mask[:, None, None, :].to(torch.float32)
+            return (1.0 - mask) * torch.finfo(torch.float32).min
+        modeling.NomicBertModel.get_extended_attention_mask = extended
+    with open(os.path.join(folder, 'config.json')) as f:
+        cfg = json.load(f)
+    for k in ('auto_map', 'architectures', 'model_type', 'transformers_version', 'torch_dtype'):
+        cfg.pop(k, None)
+    cfg['pad_vocab_size_multiple'] = 1  # the tiny vocabulary is no multiple of 64
+    model = modeling.NomicBertModel(configuration.NomicBertConfig(**cfg), add_pooling_layer=False)
+    state = load_file(os.path.join(folder, 'model.safetensors'))
+    result = model.load_state_dict(state, strict=False)
+    assert not result.missing_keys and not result.unexpected_keys, result
+    return model.eval()
+
+
+def family_case(name, cls, long_text, root, nomic_code=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import make_tiny_families as fam  # JinaBertRef and the long text; sets single-threaded torch
     from safetensors.torch import load_file
@@ -254,7 +298,9 @@ def family_case(name, cls, long_text, root):
     out = os.path.join(exports, 'onnx')
     os.makedirs(out, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(folder)
-    if cls is None:
+    if cls == 'nomic-remote':
+        model, cls = nomic_remote_model(folder, nomic_code), AutoModel
+    elif cls is None:
         with open(os.path.join(folder, 'config.json')) as f:
             model = fam.JinaBertRef(fam.JinaCfg(**json.load(f)))
         model.load_state_dict(load_file(os.path.join(folder, 'model.safetensors')), strict=True)
@@ -321,6 +367,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--only', default='', help='comma-separated folder names (default: all)')
     ap.add_argument('--out', default=os.path.join(TESTS, 'onnx-exports'))
+    ap.add_argument('--nomic-remote-code', default=os.environ.get('NOMIC_REMOTE'),
+                    help="folder with the Hub's modeling_hf_nomic_bert.py / configuration_hf_nomic_bert.py")
     args = ap.parse_args()
     only = [s for s in args.only.split(',') if s]
     torch.manual_seed(0)
@@ -329,7 +377,7 @@ def main():
             main_case(name, cls, args.out)
     for name, cls, long_text in FAMILY_CASES:
         if not only or name in only:
-            family_case(name, cls, long_text, args.out)
+            family_case(name, cls, long_text, args.out, args.nomic_remote_code)
 
 
 if __name__ == '__main__':

@@ -125,7 +125,7 @@ fn text_diff(e: &Engine, row: &serde_json::Value, hidden: bool, what: &str) -> f
 /// frequencies, sliding-window masks): every head, the long text past the local window.
 /// NomicBERT and GTE (post-norm, Q, K, V and the gate and up projections apart as
 /// transformers 5 exports them, stacked at import into the families' fused modules).
-const ROTARY_FOLDERS: [&str; 9] = [
+const ROTARY_FOLDERS: [&str; 10] = [
     "modernbert-mlm",
     "modernbert-seqcls",
     "modernbert-seqcls-mean",
@@ -133,6 +133,7 @@ const ROTARY_FOLDERS: [&str; 9] = [
     "modernbert-qa",
     "nomic-bert-seqcls",
     "nomic-bert-mlm",
+    "nomic-bert-hub",
     "gte-seqcls",
     "gte-mlm",
 ];
@@ -174,10 +175,16 @@ fn match_onnxruntime(folders: &[&str]) {
                     .fold(0f32, f32::max);
                 let unit = if hidden { "|Δh|" } else { "|Δp|" };
                 eprintln!("{what}: max {unit} {worst:.1e} against onnxruntime");
-                // Measured ≤ 1.5e-6 on every classifier's probabilities and ≤ 9.3e-6 on the
+                // Measured ≤ 1.5e-6 on every classifier's probabilities and ≤ 2.2e-5 on the
                 // base models' hidden states (LayerNorm outputs, |h| up to ~4), q8 included
-                // (onnxruntime's arithmetic).
-                assert!(worst < 1e-4, "{what}: max {unit} {worst}");
+                // (onnxruntime's arithmetic). Where the graph computes rotary angles in f32
+                // (webert: f64 tables), a long text's q8 activations can land one code apart
+                // (docs/quantization.md, Accuracy): nomic-bert-hub's 276 tokens, 2.9e-4.
+                let bound = match (hidden, dtype.as_str()) {
+                    (true, "q8") => 1e-3,
+                    _ => 1e-4,
+                };
+                assert!(worst < bound, "{what}: max {unit} {worst}");
             }
         }
     }

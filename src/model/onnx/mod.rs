@@ -184,6 +184,10 @@ fn attr_i(node: &NodeProto, name: &str) -> Option<i64> {
     node.attribute.iter().find(|a| a.name == name).map(|a| a.i)
 }
 
+fn attr_ints<'n>(node: &'n NodeProto, name: &str) -> Option<&'n [i64]> {
+    (node.attribute.iter().find(|a| a.name == name)).map(|a| a.ints.as_slice())
+}
+
 fn attr_usize(node: &NodeProto, name: &str, default: Option<i64>) -> Result<usize, OnnxError> {
     let v = attr_i(node, name)
         .or(default)

@@ -31,7 +31,9 @@ use super::super::positions::alibi_slopes;
 use super::facts::GraphFacts;
 use super::ops::{is_linear_op, Linear};
 use super::proto::{GraphProto, NodeProto};
-use super::{attr_i, input, node_err, output, tensor, ImportedTensor, Importer, OnnxError, Value};
+use super::{
+    attr_i, attr_ints, input, node_err, output, tensor, ImportedTensor, Importer, OnnxError, Value,
+};
 use std::collections::{HashSet, VecDeque};
 
 mod prenorm;

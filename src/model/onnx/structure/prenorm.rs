@@ -286,13 +286,11 @@ impl<'a> Walker<'a, '_> {
         if !(0..rank).contains(&a) || dims[a as usize] != Some(3) {
             return false;
         }
-        // One `-1` among the trailing dims (the heads, as `view(b, L, 3, -1, d)` writes it)
-        // takes what the others leave.
+        // One `-1` or computed dim among the trailing dims (the heads, as `view(b, L, 3, -1,
+        // d)` writes it, or einops' `(three h d)` with `h` computed from the width) takes what
+        // the others leave.
         let rest = &dims[a as usize + 1..];
-        let known: Option<Vec<i64>> = rest.iter().copied().collect();
-        let Some(known) = known else {
-            return false;
-        };
+        let known: Vec<i64> = rest.iter().map(|d| d.unwrap_or(-1)).collect();
         let third = third as i64;
         match known.iter().filter(|&&d| d == -1).count() {
             0 => known.iter().product::<i64>() == third,
@@ -341,6 +339,13 @@ impl<'a> Walker<'a, '_> {
                         }
                         continue;
                     }
+                    if let Some((nodes, part)) = self.through_stack(u, s) {
+                        if seen.insert(part.clone()) {
+                            branch.extend(nodes);
+                            next.push(part);
+                        }
+                        continue;
+                    }
                     if seen.insert(output(u).to_string()) {
                         branch.push(u);
                         next.extend(u.output.iter().cloned());
@@ -358,6 +363,45 @@ impl<'a> Walker<'a, '_> {
             slot,
             branch,
         })
+    }
+
+    /// `s` stacked with others and taken back out (`torch.stack` then `[:, :, i]`, as
+    /// NomicBERT's remote code returns its rotated Q and K): an `Unsqueeze` on axis `a`, a
+    /// `Concat` on `a` of such parts, and `Gather`s of constant indices on `a`. The nodes on
+    /// the way and the output of the `Gather` that takes `s`'s part.
+    fn through_stack(&self, u: &'a NodeProto, s: &str) -> Option<(Vec<&'a NodeProto>, String)> {
+        let axis_of = |n: &NodeProto| match self.const_ints(input(n, 1)).as_deref() {
+            Some([a]) if n.input.len() > 1 => Some(*a),
+            _ => attr_ints(n, "axes").and_then(|a| (a.len() == 1).then(|| a[0])),
+        };
+        if u.op_type != "Unsqueeze" || input(u, 0) != s {
+            return None;
+        }
+        let axis = axis_of(u)?;
+        let [stack] = self.users(output(u))[..] else {
+            return None;
+        };
+        let parts = &stack.input;
+        let is_part = |t: &String| {
+            (self.imp.producer.get(t.as_str()))
+                .is_some_and(|p| p.op_type == "Unsqueeze" && axis_of(p) == Some(axis))
+        };
+        if stack.op_type != "Concat"
+            || attr_i(stack, "axis") != Some(axis)
+            || !parts.iter().all(is_part)
+        {
+            return None;
+        }
+        let slot = parts.iter().position(|t| t == output(u))? as i64;
+        let takers = self.users(output(stack));
+        let taken = |g: &&NodeProto| g.op_type == "Gather" && attr_i(g, "axis") == Some(axis);
+        if takers.is_empty() || !takers.iter().all(taken) {
+            return None;
+        }
+        let mine = takers
+            .iter()
+            .find(|g| self.const_ints(input(g, 1)).as_deref() == Some(&[slot]))?;
+        Some((vec![u, stack, *mine], output(mine).to_string()))
     }
 
     /// The rotary positions applied on a third's way into its product: the branch's `Mul`s

@@ -624,7 +624,14 @@ const HUB_MODELS = {
   ner: [{ id: 'Xenova/bert-base-NER', what: 'people, places, organisations (CoNLL-03)' }],
   cls: [{ id: 'Xenova/distilbert-base-uncased-finetuned-sst-2-english', what: 'sentiment, positive / negative' }],
   qa: [{ id: 'Xenova/distilbert-base-cased-distilled-squad', what: 'extractive answers (SQuAD)' }],
-  sim: [{ id: 'Xenova/all-MiniLM-L6-v2', what: 'sentence embeddings' }],
+  sim: [
+    { id: 'Xenova/all-MiniLM-L6-v2', what: 'sentence embeddings' },
+    // NomicBERT (rotary positions): 2048 tokens; its card asks for "search_query: " /
+    // "search_document: " prefixes, which this tab does not add.
+    { id: 'nomic-ai/nomic-embed-text-v1.5', what: 'long-context embeddings (NomicBERT, 2048 tokens)' },
+  ],
+  // ModernBERT: transformers.js's default fill-mask model, a real masked LM for fluency.
+  pt: [{ id: 'onnx-community/ettin-encoder-32m-ONNX', what: 'masked LM for fluency (ModernBERT, Ettin 32M)' }],
 };
 const HUB_DTYPE = 'q8';
 const HUB_WEIGHTS = 'onnx/model_quantized.onnx'; // its file: the size shown before the download

@@ -6,7 +6,7 @@
 //   node --test tests/browser/hub-browser.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODELS, PKG, ROOT, requireModels } from './golden.mjs';
@@ -23,8 +23,15 @@ let server;
 let browser;
 let page;
 let blank;
+let ettin;
 
 before(async () => {
+  // The demo's fluency entry, transformers.js's default fill-mask id (Ettin, a ModernBERT ONNX
+  // export): the tiny ModernBERT masked LM's files and its q8 export in the repo's layout.
+  ettin = mkdtempSync(join(tmpdir(), 'webert-ettin-'));
+  const tiny = join(ROOT, 'tests/tiny/modernbert-mlm');
+  for (const f of readdirSync(tiny).filter((f) => f.endsWith('.json') && f !== 'golden.json')) cpSync(join(tiny, f), join(ettin, f));
+  cpSync(join(ROOT, 'tests/onnx-exports/modernbert-mlm/onnx'), join(ettin, 'onnx'), { recursive: true });
   hub = await serveHub({
     repos: {
       'test/tiny-seqcls': { dir: TINY },
@@ -34,6 +41,7 @@ before(async () => {
       'Xenova/distilbert-base-cased-distilled-squad': { dir: join(ROOT, 'tests/tiny/electra-qa') },
       // The demo's similarity entry: the shipped MiniLM folder, q8 included (scripts/setup.sh).
       'Xenova/all-MiniLM-L6-v2': { dir: join(MODELS, 'minilm') },
+      'onnx-community/ettin-encoder-32m-ONNX': { dir: ettin },
     },
   });
   blank = mkdtempSync(join(tmpdir(), 'webert-hub-page-'));
@@ -49,6 +57,7 @@ after(async () => {
   await server?.close();
   await hub?.close();
   rmSync(blank, { recursive: true, force: true });
+  rmSync(ettin, { recursive: true, force: true });
 });
 
 /** Loads `id` in the page (remote host: the mock hub) and classifies TEXT; the error's message if it fails. */
@@ -155,5 +164,30 @@ test('demo: a Hub entry shows its download size before the weights arrive', T, a
   // The page asked for it with HEAD, through the Hub's redirect, which says the size too.
   const heads = hub.requests('Xenova/all-MiniLM-L6-v2', 'onnx/model_quantized.onnx').filter((r) => r.method === 'HEAD');
   assert.deepEqual(heads.map((r) => r.path.split('/')[1]), ['Xenova', 'cdn'], JSON.stringify(heads));
+  await demo.close();
+});
+
+test('demo: the fluency entry (a ModernBERT masked LM by id) ranks sentences', T, async () => {
+  const demo = await browser.context.newPage();
+  await demo.goto(`${server.url}?device=cpu&hub=${encodeURIComponent(hub.url)}`);
+  await demo.click('#tab-sim');
+  await demo.click('#panel-pt > summary');
+  await demo.click('#panel-pt .hub-model[data-id="onnx-community/ettin-encoder-32m-ONNX"]');
+  await demo.waitForFunction(() => !document.querySelector('#pt-run').disabled, null, { timeout: 120_000 });
+  await demo.click('#pt-run');
+  await demo.waitForFunction(() => document.querySelectorAll('#pt-out li').length === 3
+    || !document.querySelector('#pt-error').hidden, null, { timeout: 120_000 });
+  assert.equal(await demo.$eval('#pt-error', (e) => (e.hidden ? null : e.textContent)), null);
+  const rows = await demo.$$eval('#pt-out li', (lis) => lis.map((li) => ({
+    pll: Number(li.dataset.pll),
+    tokens: [...li.querySelectorAll('.token')].map((t) => Number(t.dataset.logProb)),
+  })));
+  for (const r of rows) {
+    assert.ok(r.tokens.length > 0 && r.tokens.every((lp) => Number.isFinite(lp) && lp <= 0), JSON.stringify(r));
+    assert.ok(Math.abs(r.tokens.reduce((a, b) => a + b, 0) - r.pll) < 1e-3, JSON.stringify(r));
+  }
+  assert.ok(rows.every((r, i) => i === 0 || rows[i - 1].pll >= r.pll), 'ranked, likeliest first');
+  // the q8 file, as the entry says
+  assert.ok(hub.requests('onnx-community/ettin-encoder-32m-ONNX', 'onnx/model_quantized.onnx').some((r) => r.method === 'GET'));
   await demo.close();
 });

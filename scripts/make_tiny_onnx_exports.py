@@ -88,6 +88,9 @@ FAMILY_CASES = [
     # nomic-embed-text's own graph: the Hub's remote code (NOMIC_REMOTE, --nomic-remote-code),
     # fused Wqkv, its rotary cache built from the traced length, sdpa attention.
     ('nomic-bert-hub', 'nomic-remote', 'LONG'),
+    # RoFormer: interleaved rotary pairs whose sinusoidal table is a constant of the graph.
+    ('roformer-seqcls', AutoModelForSequenceClassification, 'LONG'),
+    ('roformer-mlm', AutoModelForMaskedLM, None),
 ]
 # Also quantized with the exporter's Identity nodes kept (model_int8.onnx, golden dtype `int8`):
 # ALBERT's first layer then reads q8 weights and the others f32; DeBERTa's relative embeddings are

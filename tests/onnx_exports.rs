@@ -125,7 +125,7 @@ fn text_diff(e: &Engine, row: &serde_json::Value, hidden: bool, what: &str) -> f
 /// frequencies, sliding-window masks): every head, the long text past the local window.
 /// NomicBERT and GTE (post-norm, Q, K, V and the gate and up projections apart as
 /// transformers 5 exports them, stacked at import into the families' fused modules).
-const ROTARY_FOLDERS: [&str; 10] = [
+const ROTARY_FOLDERS: [&str; 12] = [
     "modernbert-mlm",
     "modernbert-seqcls",
     "modernbert-seqcls-mean",
@@ -136,6 +136,8 @@ const ROTARY_FOLDERS: [&str; 10] = [
     "nomic-bert-hub",
     "gte-seqcls",
     "gte-mlm",
+    "roformer-seqcls",
+    "roformer-mlm",
 ];
 
 #[test]
@@ -190,13 +192,13 @@ fn match_onnxruntime(folders: &[&str]) {
     }
 }
 
-/// What a graph computes besides its weights must be what its config says: a ModernBERT or
-/// NomicBERT export loaded with a config of another window, rotary base or pooling is
-/// refused, naming the difference, rather than run with the config's settings.
+/// What a graph computes besides its weights must be what its config says: a ModernBERT,
+/// NomicBERT or RoFormer export loaded with a config of another window, rotary base or table,
+/// rotated V or pooling is refused, naming the difference, rather than run with the config's settings.
 #[test]
 fn a_graph_that_disagrees_with_its_config_is_refused() {
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(&str, Edit, &str); 5] = [
+    let cases: [(&str, Edit, &str); 7] = [
         (
             "local_attention",
             |c| c["local_attention"] = 32.into(),
@@ -222,11 +224,22 @@ fn a_graph_that_disagrees_with_its_config_is_refused() {
             |c| c["rope_parameters"]["rope_theta"] = 10000.0.into(),
             "layer 0's rotary frequencies in the graph",
         ),
+        (
+            "roformer rotary_value",
+            |c| c["rotary_value"] = false.into(),
+            "layer 0 of the graph rotates V, config.json does not",
+        ),
+        (
+            "roformer partial_rotary_factor",
+            |c| c["partial_rotary_factor"] = 0.5.into(),
+            "layer 0's rotary table in the graph is not the sines and cosines of config.json's angles",
+        ),
     ];
     for (key, edit, want) in cases {
-        let name = match key.starts_with("nomic") {
-            true => "nomic-bert-seqcls",
-            false => "modernbert-seqcls",
+        let name = match key.split(' ').next() {
+            Some("nomic") => "nomic-bert-seqcls",
+            Some("roformer") => "roformer-mlm",
+            _ => "modernbert-seqcls",
         };
         let dir = root().join("tests/tiny").join(name);
         let exports = root().join("tests/onnx-exports").join(name);

@@ -722,10 +722,10 @@ impl Builder<'_> {
 
     /// The rotary ops over `qkv`: the global layers' first, then the sliding-window layers'
     /// where they turn by a base of their own; none without rotary positions.
-    fn rotations(&mut self, qkv: BufId) -> Vec<Op> {
+    fn rotations(&mut self, qkv: BufId) -> Result<Vec<Op>> {
         let cfg = self.cfg;
         let Some(r) = cfg.rotary else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let len = cfg.max_sequence_len();
         let thetas = [Some(r.theta), r.local_theta.filter(|t| *t != r.theta)];
@@ -741,8 +741,19 @@ impl Builder<'_> {
             });
             // A dynamic rotation's table holds the trained positions only.
             let len = dynamic.map_or(len, |d| d.trained.min(len));
-            let values = super::positions::rotary_table(len, r.dim, theta, r.position_scale);
-            let table = self.push(name, Tensor::new(vec![len, r.dim], values));
+            // An ONNX graph's own table (RoFormer's, checked against the config at import; in
+            // a q8 file rounded to 8 bits), so that webert computes what the graph does.
+            let imported = (self.src.find(self.prefix(), name))
+                .map(|(_, t)| t.shape.clone())
+                .filter(|s| i == 0 && s.len() == 2 && s[0] >= len && s[1] == r.dim);
+            let table = match imported {
+                Some(shape) => self.weight(name, &shape)?,
+                None => {
+                    let values =
+                        super::positions::rotary_table(len, r.dim, theta, r.position_scale);
+                    self.push(name, Tensor::new(vec![len, r.dim], values))
+                }
+            };
             let rotation = Rotation {
                 heads: cfg.num_heads,
                 head_dim: cfg.head_dim(),
@@ -754,7 +765,7 @@ impl Builder<'_> {
             };
             ops.push(Op::Rotary { qkv, rotation });
         }
-        ops
+        Ok(ops)
     }
 
     fn op_linear(&mut self, x: BufId, linear: Linear, act: Activation, out: BufId) {
@@ -845,7 +856,7 @@ impl Plan {
         }
         let bias = b.distance_table()?;
         let relative_embeddings = b.relative_embeddings()?;
-        let rotations = b.rotations(qkv);
+        let rotations = b.rotations(qkv)?;
         let pre_norm = match fam.norms {
             NormPlacement::Pre {
                 first_attn_norm, ..

@@ -16,6 +16,42 @@ pub struct Rope {
     pub rotate_half: bool,
     /// V is rotated too.
     pub value: bool,
+    /// A constant sinusoidal table the angles are gathered from (RoFormer), where the graph
+    /// does not compute them (`inv_freq` is then empty).
+    pub table: Option<SinusoidTable>,
+}
+
+/// `[positions, width]`: sines of `p · θ_j` then their cosines, as the graph holds them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinusoidTable {
+    /// The output of the `Gather` reading it.
+    pub node: String,
+    pub values: Vec<f32>,
+    pub width: usize,
+    /// How far a value may be from the exact one (a quantized table's rounding).
+    pub tolerance: f64,
+}
+
+impl SinusoidTable {
+    /// The first value that is not the sine or cosine of its angle under `inv_freq`.
+    fn mismatch(&self, inv_freq: &[f64]) -> Option<(usize, usize)> {
+        let half = self.width / 2;
+        if inv_freq.len() != half {
+            return Some((0, 0));
+        }
+        for (p, row) in self.values.chunks_exact(self.width).enumerate() {
+            for (j, f) in inv_freq.iter().enumerate() {
+                let a = p as f64 * f;
+                let off = (row[j] as f64 - a.sin())
+                    .abs()
+                    .max((row[half + j] as f64 - a.cos()).abs());
+                if off > self.tolerance {
+                    return Some((p, j));
+                }
+            }
+        }
+        None
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -91,9 +127,18 @@ fn check_rope(i: usize, got: Option<&Rope>, cfg: &ModelConfig) -> Result<(), Str
     let want: Vec<f64> = (0..r.dim / 2)
         .map(|j| r.position_scale * theta.powf(-2.0 * j as f64 / r.dim as f64))
         .collect();
-    let agree = got.inv_freq.len() == want.len()
-        && (got.inv_freq.iter().zip(&want))
-            .all(|(&g, &w)| (g as f64 - w).abs() <= 1e-5 * w.abs() + 1e-12);
+    if let Some(table) = &got.table {
+        if let Some((p, j)) = table.mismatch(&want) {
+            return Err(format!(
+                "layer {i}'s rotary table in the graph is not the sines and cosines of config.json's angles (base {theta}, {} rotated dimensions; position {p}, pair {j} differs)",
+                r.dim
+            ));
+        }
+    }
+    let agree = got.table.is_some()
+        || got.inv_freq.len() == want.len()
+            && (got.inv_freq.iter().zip(&want))
+                .all(|(&g, &w)| (g as f64 - w).abs() <= 1e-5 * w.abs() + 1e-12);
     if !agree {
         let show = |v: &[f64]| {
             let head: Vec<String> = v.iter().take(4).map(|x| format!("{x:.6e}")).collect();

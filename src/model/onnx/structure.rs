@@ -124,12 +124,6 @@ pub(super) fn walk(
             fam.class
         )));
     }
-    if fam.rotary.is_some_and(|r| r.interleaved) {
-        return Err(OnnxError::Unsupported(format!(
-            "{}'s interleaved rotary positions are not followed in ONNX graphs yet; load its safetensors weights",
-            fam.class
-        )));
-    }
     let mut w = Walker {
         imp,
         graph,

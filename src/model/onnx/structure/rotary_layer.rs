@@ -1,9 +1,10 @@
-//! Post-norm layers with rotary positions (NomicBERT, GTE): Q, K and V apart (as transformers
-//! 5 holds them) or from one fused linear (as their checkpoints store them), each told apart
-//! by where it enters the attention products through its rotation; a gated MLP from one
-//! linear cut in halves or from two (gate and up). Weights the family stores stacked are
+//! Post-norm layers with rotary positions (NomicBERT, GTE, RoFormer): Q, K and V apart (as
+//! transformers 5 holds them) or from one fused linear (as their checkpoints store them), each
+//! told apart by where it enters the attention products through its rotation; a gated MLP from
+//! one linear cut in halves or from two (gate and up), or BERT's plain one. Weights the family stores stacked are
 //! pushed stacked, their rows in the family's order.
 
+use super::super::facts::SinusoidTable;
 use super::prenorm::Entry;
 use super::*;
 use crate::model::family::layer_name;
@@ -38,7 +39,9 @@ impl<'a> Walker<'a, '_> {
         let (gate_up, product) = match ffn.len() {
             1 => {
                 let l = ffn.remove(0);
-                self.gated_halves(&l)?;
+                if self.fam.mlp != Mlp::Plain {
+                    self.gated_halves(&l)?;
+                }
                 let out = l.out.clone();
                 (GateUp::One(Box::new(l)), out)
             }
@@ -62,6 +65,10 @@ impl<'a> Walker<'a, '_> {
             .norm_after(&ffn_out.out, 4)?
             .ok_or_else(|| node_err(ffn_out.node, "no LayerNorm after the MLP"))?;
         let out = ffn_norm.out.clone();
+        if let Some(table) = facts.rotary.as_ref().and_then(|r| r.table.as_ref()) {
+            self.imp.visited.insert(table.node.clone());
+            self.push_rotary_table(table)?;
+        }
         self.facts.layers.push(facts);
         let names = layer_names(self.family, i);
         let p = self.prefix;
@@ -87,6 +94,7 @@ impl<'a> Walker<'a, '_> {
         self.push_norm(&format!("{p}.{}", names.attn_norm), attn_norm)?;
         let ffn_in = format!("{p}.{}", names.ffn_in);
         match (gate_up, t.ffn_gate) {
+            (GateUp::One(l), _) if self.fam.mlp == Mlp::Plain => self.push_linear(&ffn_in, *l)?,
             (GateUp::One(l), FfnGate::First | FfnGate::Second) => self.push_linear(&ffn_in, *l)?,
             (GateUp::Two { gate, up }, FfnGate::Module(g)) => {
                 self.push_linear(&format!("{p}.{}", layer_name(g, i)), *gate)?;
@@ -182,6 +190,24 @@ impl<'a> Walker<'a, '_> {
             a.node,
             "two linears follow the attention LayerNorm, but not as a gated MLP (act(gate) * up)",
         ))
+    }
+
+    /// A graph's sinusoidal table (sines then cosines) as the plan's `rotary.table` (cosines
+    /// then sines), once.
+    fn push_rotary_table(&mut self, table: &SinusoidTable) -> Result<(), OnnxError> {
+        const NAME: &str = "rotary.table";
+        if self.imp.out.iter().any(|t| t.name == NAME) {
+            return Ok(());
+        }
+        let half = table.width / 2;
+        let rows = table.values.len() / table.width;
+        let mut data = Vec::with_capacity(table.values.len());
+        for row in table.values.chunks_exact(table.width) {
+            data.extend_from_slice(&row[half..]);
+            data.extend_from_slice(&row[..half]);
+        }
+        self.imp
+            .push(NAME.into(), Value::new("", vec![rows, table.width], data))
     }
 
     /// `parts` as one linear, their rows in turn (the family's stacked module); a missing

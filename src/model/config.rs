@@ -250,7 +250,11 @@ impl ModelConfig {
             "absolute"
         };
         let wanted = fam.selected_by.map_or(default, |(_, v)| v);
-        if position_type.as_deref().is_some_and(|p| p != wanted) {
+        let ignored = |p: &str| fam.ignored_position_types.contains(&p);
+        if position_type
+            .as_deref()
+            .is_some_and(|p| p != wanted && !ignored(p))
+        {
             return Err(Error::config(
                 file,
                 format!(
@@ -971,6 +975,25 @@ mod tests {
         assert!(c.biased("decoder") && c.biased("classifier"));
         let c = modernbert(r#", "decoder_bias": false, "norm_bias": true"#);
         assert!(!c.biased("decoder") && c.biased("layers.1.mlp_norm"));
+    }
+
+    /// ModernBERT's Hub configs carry `position_embedding_type: absolute`, which its code never
+    /// reads; GTE's remote code reads it (`absolute` there is a learned table, not built).
+    #[test]
+    fn position_type_keys_the_modeling_code_ignores() {
+        let c = modernbert(r#", "position_embedding_type": "absolute""#);
+        assert!(c.rotary.is_some());
+        let published = include_str!("../../tests/bench/modernbert-base/config.json");
+        let c = ModelConfig::from_json("config.json", published).unwrap();
+        assert_eq!((c.max_sequence_len(), c.num_layers), (8192, 22));
+        let gte = r#"{"model_type": "new", "vocab_size": 50, "hidden_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96,
+            "max_position_embeddings": 128, "position_embedding_type": "absolute"}"#;
+        let err = ModelConfig::from_json("config.json", gte).unwrap_err();
+        assert!(
+            err.to_string().contains("`absolute` is not supported"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -343,6 +343,9 @@ pub struct Family {
     /// A boolean config key that turns the position table off when false (DeBERTa's
     /// `position_biased_input`).
     pub positions_key: Option<&'static str>,
+    /// Values of `position_embedding_type` the family's modeling code ignores, besides the one
+    /// it runs (ModernBERT's Hub configs say `absolute`, a key its code never reads).
+    pub ignored_position_types: &'static [&'static str],
     pub default_norm_eps: f64,
     pub norm_kind: NormKind,
     pub norms: NormPlacement,
@@ -401,6 +404,7 @@ const BERT: Family = Family {
     default_type_vocab_size: 2,
     positions: Positions::FromZero,
     positions_key: None,
+    ignored_position_types: &[],
     default_norm_eps: 1e-12,
     norm_kind: NormKind::Layer,
     norms: NormPlacement::Post,
@@ -731,6 +735,7 @@ pub const FAMILIES: &[Family] = &[
     },
     Family {
         model_type: ModelType::ModernBert,
+        ignored_position_types: &["absolute"],
         names: &["modernbert"],
         class: "ModernBert",
         prefix: "model",

@@ -130,7 +130,9 @@ from transformers import (  # noqa: E402
     MPNetConfig,
     RoFormerConfig,
     RoFormerForMaskedLM,
+    RoFormerForQuestionAnswering,
     RoFormerForSequenceClassification,
+    RoFormerForTokenClassification,
     MPNetForMaskedLM,
     MPNetForQuestionAnswering,
     MPNetForSequenceClassification,
@@ -661,6 +663,16 @@ def build_roformer_mlm(seed):
     return RoFormerForMaskedLM(roformer_cfg(tok, rotary_value=True)), tok
 
 
+def build_roformer_tokcls(seed):
+    tok = mtm.wordpiece_tokenizer(BertTokenizer, cased=False, max_len=512)
+    return RoFormerForTokenClassification(roformer_cfg(tok, **labels_kw(BIO))), tok
+
+
+def build_roformer_qa(seed):
+    tok = mtm.wordpiece_tokenizer(BertTokenizer, cased=False, max_len=512)
+    return RoFormerForQuestionAnswering(roformer_cfg(tok, rotary_value=True)), tok
+
+
 def build_jina(hidden, heads):
     def build(seed):
         tok = wordpiece_tokenizer(BertTokenizer, False, 8192)
@@ -787,6 +799,20 @@ SPECS = {
         head="mlm",
         cases=with_long(mlm_cases("[MASK]"), case("long_masks", long_mlm(MID, "[MASK]"))),
         longest=(131, 300),
+    ),
+    "roformer-tokcls": dict(
+        build=build_roformer_tokcls,
+        seed=243,
+        head="tokcls",
+        cases=with_long(tok_cases(), case("long", MID)),
+        longest=(100, 300),
+    ),
+    "roformer-qa": dict(
+        build=build_roformer_qa,
+        seed=244,
+        head="qa",
+        cases=with_long(qa_cases(), case("long", (TEXTS["q"], MID))),
+        longest=(100, 300),
     ),
     "jina-v2-base": dict(
         build=build_jina(TINY["hidden"], 4),

@@ -91,6 +91,10 @@ FAMILY_CASES = [
     # RoFormer: interleaved rotary pairs whose sinusoidal table is a constant of the graph.
     ('roformer-seqcls', AutoModelForSequenceClassification, 'LONG'),
     ('roformer-mlm', AutoModelForMaskedLM, None),
+    ('roformer-tokcls', AutoModelForTokenClassification, 'MID'),
+    ('roformer-qa', AutoModelForQuestionAnswering, 'D_MID'),
+    ('nomic-bert-tokcls', AutoModelForTokenClassification, 'MID'),
+    ('gte-tokcls', AutoModelForTokenClassification, 'MID'),
 ]
 # Also quantized with the exporter's Identity nodes kept (model_int8.onnx, golden dtype `int8`):
 # ALBERT's first layer then reads q8 weights and the others f32; DeBERTa's relative embeddings are

@@ -83,9 +83,11 @@ from transformers import (  # noqa: E402
     GteConfig,
     GteForMaskedLM,
     GteForSequenceClassification,
+    GteForTokenClassification,
     NomicBertConfig,
     NomicBertForMaskedLM,
     NomicBertForSequenceClassification,
+    NomicBertForTokenClassification,
     NomicBertModel,
     ModernBertConfig,
     ModernBertForMaskedLM,
@@ -514,6 +516,20 @@ SPECS = {
         cases=mtf.with_long(cls_cases(), case("long_batch", MID, TEXTS["pos"])),
         longest=(120, 400),
         nomic_hub=True,
+    ),
+    "nomic-bert-tokcls": dict(
+        build=build_nomic(NomicBertForTokenClassification, **labels_kw(BIO)),
+        seed=268,
+        head="tokcls",
+        cases=mtf.with_long(tok_cases(), case("long", MID)),
+        longest=(100, 400),
+    ),
+    "gte-tokcls": dict(
+        build=build_gte(GteForTokenClassification, **labels_kw(BIO)),
+        seed=269,
+        head="tokcls",
+        cases=mtf.with_long(tok_cases(), case("long", MID)),
+        longest=(100, 400),
     ),
     "nomic-bert-ntk-hub": dict(
         build=build_nomic(

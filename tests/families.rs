@@ -529,6 +529,27 @@ fn nomic_bert_mlm() {
     check("nomic-bert-mlm");
 }
 
+#[test]
+fn nomic_bert_tokcls() {
+    check("nomic-bert-tokcls");
+}
+
+#[test]
+fn gte_tokcls() {
+    check("gte-tokcls");
+}
+
+#[test]
+fn roformer_tokcls() {
+    check("roformer-tokcls");
+}
+
+/// RoFormer's span head, V rotated too.
+#[test]
+fn roformer_qa() {
+    check("roformer-qa");
+}
+
 /// nomic-embed-text-v1.5's config keys (remote code) on the same layout: read as transformers
 /// 5's; with `rotary_scaling_factor` set, inputs reach `n_positions` (8192), past the trained
 /// 2048.
@@ -615,6 +636,7 @@ fn every_tiny_folder_is_tested() {
             "gte-mlm",
             "gte-new-hub",
             "gte-seqcls",
+            "gte-tokcls",
             "jina-v2-6heads",
             "jina-v2-base",
             "modernbert-mlm",
@@ -631,10 +653,13 @@ fn every_tiny_folder_is_tested() {
             "nomic-bert-mlm",
             "nomic-bert-ntk-hub",
             "nomic-bert-seqcls",
+            "nomic-bert-tokcls",
             "roberta-seqcls",
             "roberta-tokcls",
             "roformer-mlm",
+            "roformer-qa",
             "roformer-seqcls",
+            "roformer-tokcls",
             "xlmr-mlm",
         ]
     );

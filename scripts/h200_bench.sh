@@ -5,7 +5,8 @@
 # PyTorch (eager and CUDA graph, fp32 with TF32 off and fp16) on the same shapes. Each webert
 # row is one JSON line: median/min ms, the tiling of every GEMM (`gpu_gemms`), GPU ms per
 # kernel (timestamps), encoder TFLOP/s and weight GB/s, and the GPU's distance from the CPU on the
-# first window (`cpu_parity`: cosine, largest difference); PyTorch rows print ms and TFLOP/s.
+# first window (`cpu_parity`: cosine, largest difference); ModernBERT-base's shape at 512, 2048
+# and 8192 tokens (long inputs); PyTorch rows print ms and TFLOP/s.
 #
 # H200_DRY=1 runs the same rows here, on whatever adapter there is (lavapipe), at toy sizes
 # (MiniLM shape, 16 tokens, batch 1 and 2, 2 runs): it checks the script, the CLI's variables
@@ -109,6 +110,19 @@ if (( SECONDS - start <= 420 )); then
       --model "$tok" --shape $qshape --backend gpu --batch 1 --seq-len $seq --runs $qruns --warmup 2 2>&1 | tail -3 | tee -a "$log"
   done
 fi
+# Long inputs (docs/performance.md, Long inputs): ModernBERT-base's config (tests/bench), seeded
+# weights, one sequence of 512, 2048 and 8192 tokens; 8 global layers, 14 windowed.
+long_lengths="512 2048 8192"
+[ -n "${H200_DRY:-}" ] && long_lengths=64
+for n in $long_lengths; do
+  if (( SECONDS - start > 450 )); then
+    echo "== webert modernbert-base $n tokens: skipped (time kept for PyTorch)"
+    continue
+  fi
+  echo "== webert modernbert-base batch 1 seq $n f16-compute" | tee -a "$log"
+  WEBERT_GPU_F16=compute WEBERT_GPU_COOP=0 timeout 60 "$B" bench --model tests/bench/modernbert-base \
+    --shape config --backend gpu --batch 1 --seq-len "$n" --runs 3 --warmup 1 2>&1 | tail -3 | tee -a "$log"
+done
 echo "== webert done after $((SECONDS - start)) s"
 echo "== summary (scripts/h200_summary.py)"
 python3 scripts/h200_summary.py <"$log" || true

@@ -51,6 +51,9 @@ pub struct CpuExecutor {
     a_pack: Vec<f32>,
     a_quant: QScratch,
     groups: Vec<RowGroup>,
+    /// This call's rows of rotary angles under dynamic scaling (every layer turns by the
+    /// same ones), made by the first layer that needs them.
+    rotary_rows: Option<Vec<f32>>,
     /// Bytes the activation buffers of one batch may take (see `model::budget`).
     budget: u64,
 }
@@ -104,6 +107,7 @@ impl CpuExecutor {
             a_pack: Vec::new(),
             a_quant: QScratch::default(),
             groups: Vec::new(),
+            rotary_rows: None,
             budget: u64::MAX,
         }
     }
@@ -255,6 +259,7 @@ impl CpuExecutor {
     fn size(&mut self, batch: &Batch) -> Result<()> {
         use crate::model::budget;
         batch.check(&self.plan.config)?;
+        self.rotary_rows = None;
         let dims = batch.dims();
         let lens: Option<Vec<usize>> = (self.plan.buffers.iter())
             .map(|spec| dims.rows(spec.rows).checked_mul(spec.cols))
@@ -409,13 +414,16 @@ impl CpuExecutor {
                 self.bufs[out.0] = dst;
             }
             Op::Rotary { qkv, rotation } => {
+                if rotation.dynamic.is_some() && self.rotary_rows.is_none() {
+                    self.rotary_rows = rotation.rows(&batch.lens, batch.seq_len);
+                }
                 let qkv = &mut self.bufs[qkv.0];
-                match rotation.rows(&batch.lens, batch.seq_len) {
+                match (rotation.dynamic, &self.rotary_rows) {
                     // one row of angles per token row: the period is the whole batch
-                    Some(rows) => {
-                        rotary::rotate(qkv, batch.lens.len() * batch.seq_len, &rotation, &rows)
+                    (Some(_), Some(rows)) => {
+                        rotary::rotate(qkv, batch.lens.len() * batch.seq_len, &rotation, rows)
                     }
-                    None => {
+                    _ => {
                         let table = &self.weights[rotation.table.0].data;
                         rotary::rotate(qkv, batch.seq_len, &rotation, table);
                     }

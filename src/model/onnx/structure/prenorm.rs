@@ -501,8 +501,7 @@ impl<'a> Walker<'a, '_> {
                     t = input(p, 1 - c).to_string();
                 }
                 // RoFormer's table holds sines first (checked with the table)
-                "Slice" if self.table_gather(input(p, 0)).is_some() => {
-                    let gather = self.table_gather(input(p, 0))?;
+                "Slice" if let Some(gather) = self.table_gather(input(p, 0)) => {
                     let cos = self.const_ints(input(p, 1)).is_none_or(|s| s != [0]);
                     return Some(Trig {
                         node: gather,

@@ -351,7 +351,7 @@ function code(tab) {
     ner: () => `const entities = await pipe(text, ${js({ aggregation_strategy: $('#ner-agg').value, ...($('#ner-patterns').checked && { patterns: true }) })});`,
     cls: () => task === 'text-classification'
       ? 'const labels = await pipe(text, { top_k: null });'
-      : `const labels = await pipe(text, ${js(clsLabels())}, ${js({ multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value })});\n// labels.method: '${mode ?? 'similarity'}'`,
+      : `const { labels, scores } = await pipe(text, ${js(clsLabels())}, ${js({ multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value })});\n// how they were scored (.method): '${mode ?? 'similarity'}'`,
     qa: () => 'const answers = await pipe(question, context, { top_k: 3 });',
     sim: () => 'const ranked = await pipe.rank(query, sentences); // [{ corpus_id, score, text }], best first',
   }[tab];
@@ -432,7 +432,9 @@ action('cls', '#cls-run', async (model, watch) => {
   const result = teaching() || loaded.cls.mode === 'classifier'
     ? await clf(text, { top_k: null, ...(teaching() ? {} : watch) })
     : await clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value, ...watch });
-  renderBars('#cls-out', result.map((r) => ({ ...r, dataset: { label: r.label } })));
+  // Zero-shot answers `{ sequence, labels, scores }`, a classifier `[{ label, score }]`.
+  const rows = Array.isArray(result) ? result : result.labels.map((label, i) => ({ label, score: result.scores[i] }));
+  renderBars('#cls-out', rows.map((r) => ({ ...r, dataset: { label: r.label } })));
   $('#cls-out').dataset.method = result.method ?? 'classifier';
   setLatency('#cls-ms', result, clf);
 });

@@ -772,7 +772,7 @@ test('auto times WebGPU against the CPU at load and keeps the faster: SwiftShade
     const embed = await pipeline('feature-extraction', '/models/minilm/', { device: 'auto', allowFallbackAdapter: true });
     const out = await embed('timed at load', { pooling: 'mean' });
     embed.dispose();
-    return { probe: embed.info.probe, failure: embed.gpuFailure, backend: out.backend, adapter: embed.adapter, finite: out.every(Number.isFinite) };
+    return { probe: embed.info.probe, failure: embed.gpuFailure, backend: out.backend, adapter: embed.adapter, finite: out.data.every(Number.isFinite), dims: out.dims };
   });
   console.log(`# probe: ${r.failure}`);
   assert.equal(r.probe.tokens, 128);
@@ -784,4 +784,5 @@ test('auto times WebGPU against the CPU at load and keeps the faster: SwiftShade
   assert.equal(r.backend, CHROMIUM_BACKEND);
   assert.equal(r.adapter, null); // the slower GPU was dropped
   assert.ok(r.finite);
+  assert.deepEqual(r.dims, [1, 384]);
 });

@@ -189,8 +189,9 @@ test('a device lost while a batch of 32 texts is on the GPU: every text answered
       const warm = await fx('on the GPU first');
       await testHooks(fx).loseDeviceDuringCall(after);
       const got = await fx(texts, { pooling: 'mean', normalize: true });
-      const diff = got.map((row, i) => Math.max(...row.map((x, j) => Math.abs(x - want[i][j]))));
-      runs.push({ n, count: got.length, diff, warm: warm.backend, backend: got.backend, failure: fx.gpuFailure });
+      const rows = want.tolist();
+      const diff = got.tolist().map((row, i) => Math.max(...row.map((x, j) => Math.abs(x - rows[i][j]))));
+      runs.push({ n, count: got.dims[0], diff, warm: warm.backend, backend: got.backend, failure: fx.gpuFailure });
       fx.dispose();
     }
     cpu.dispose();

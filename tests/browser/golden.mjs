@@ -44,13 +44,16 @@ export function assertEntities(what, text, got, want, tol = SCORE_TOL) {
   });
 }
 
+/** `got`: `[{ label, score }]`, or zero-shot's `{ sequence, labels, scores }`. */
 export function assertLabelScores(what, got, want) {
+  if (!Array.isArray(got)) got = got.labels.map((label, i) => ({ label, score: got.scores[i] }));
   assert.deepEqual(got.map((x) => x.label), want.map((x) => x.label), what);
   got.forEach((g, i) => assert.ok(Math.abs(g.score - want[i].score) < SCORE_TOL, `${what}: ${g.label}`));
 }
 
+/** `got`: nested arrays, or a Tensor (its flat `data`). */
 export function assertClose(what, got, want, tol) {
-  const a = got.flat(Infinity);
+  const a = got.data instanceof Float32Array ? Array.from(got.data) : got.flat(Infinity);
   const b = want.flat(Infinity);
   assert.equal(a.length, b.length, `${what}: length`);
   const d = a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);

@@ -41,6 +41,7 @@ before(async () => {
       'Xenova/nli-deberta-v3-xsmall': { dir: join(ROOT, 'tests/tiny/deberta-v3-seqcls') },
       'jinaai/jina-embeddings-v2-small-en': { dir: join(ROOT, 'tests/tiny/jina-v2-base') },
       [ETTIN]: { dir: ettin },
+      'onnx-community/all-MiniLM-L6-v2-ONNX': { dir: join(MODELS, 'minilm') },
       't/truncated': { dir: TINY, faults: { 'model.safetensors': 'truncate' } },
       't/lying': { dir: TINY, faults: { 'model.safetensors': 'lying-length' } },
       't/html': { dir: TINY, faults: { 'config.json': 'html' } },
@@ -94,7 +95,7 @@ test("transformers.js's default fill-mask id (Ettin, a ModernBERT ONNX export) f
     const near = await pipeline('fill-mask', ettin, { dtype });
     assert.equal(gets(ETTIN, `onnx/${{ fp32: 'model', q8: 'model_quantized', q4: 'model_q4' }[dtype]}.onnx`).length, 2, dtype);
     for (const input of inputs) {
-      const [got] = await fill(input.text, { top_k: 3 }); // one mask: its predictions
+      const got = await fill(input.text, { top_k: 3 }); // one mask: its predictions, as transformers.js
       const logits = input.logits[0];
       const max = Math.max(...logits);
       const sum = logits.reduce((a, x) => a + Math.exp(x - max), 0);
@@ -106,12 +107,35 @@ test("transformers.js's default fill-mask id (Ettin, a ModernBERT ONNX export) f
         assert.deepEqual(got.map((p) => p.token), want.slice(0, 3).map((w) => w.token), input.text);
         got.forEach((p, i) => assert.ok(Math.abs(p.score - want[i].score) < 1e-4, `${input.text}: ${p.score} vs ${want[i].score}`));
       } else {
-        assert.deepEqual([got], await near(input.text, { top_k: 3 }), `${dtype} ${input.text}`);
+        assert.deepEqual(got, await near(input.text, { top_k: 3 }), `${dtype} ${input.text}`);
       }
       assert.ok(got.every((p) => !p.sequence.includes('[MASK]')), input.text);
     }
     fill.dispose();
     near.dispose();
+  }
+});
+
+test("pipeline(task) with no model loads transformers.js's default id for the task, with its dtype", async () => {
+  const MINILM = 'onnx-community/all-MiniLM-L6-v2-ONNX';
+  const embed = await pipeline('feature-extraction');
+  const near = await pipeline('feature-extraction', join(MODELS, 'minilm'), { dtype: 'fp32' });
+  assert.deepEqual(await embed(TEXT, { pooling: 'mean' }), await near(TEXT, { pooling: 'mean' }));
+  assert.ok(gets(MINILM, 'model.safetensors').length > 0, 'fp32, as transformers.js asks for this task');
+  assert.equal(gets(MINILM, 'onnx/model_quantized.onnx').length, 0);
+  embed.dispose();
+  near.dispose();
+  const before = gets(ETTIN, 'onnx/model.onnx').length;
+  const fill = await pipeline('fill-mask', undefined, { dtype: 'q8' });
+  assert.equal(gets(ETTIN, 'onnx/model.onnx').length, before, 'a dtype given is kept');
+  assert.ok(Array.isArray(await fill('the [MASK] sat')));
+  fill.dispose();
+  await assert.rejects(pipeline('text-scoring'), /pipeline\('text-scoring'\) needs a model \(transformers\.js has no default for it either\)/);
+  env.allowRemoteModels = false;
+  try {
+    await assert.rejects(pipeline('embeddings'), /^Error: pipeline\('embeddings'\) with no model loads transformers\.js's default, onnx-community\/all-MiniLM-L6-v2-ONNX: .*env\.allowRemoteModels is false\. Pass a model/);
+  } finally {
+    env.allowRemoteModels = true;
   }
 });
 
@@ -186,7 +210,7 @@ test('faults: clear errors naming the id and file; a server error is tried again
   await assert.rejects(pipeline('text-classification', 't/lying'), /network error reading .*model\.safetensors/);
   await assert.rejects(pipeline('text-classification', 't/html'), (e) => {
     assert.match(e.message, id('t/html'));
-    assert.match(e.message, /config\.json is not JSON .*content-type text\/html.*starts "<!doctype html>/);
+    assert.match(e.message, /the server answered config\.json with an HTML page \(content-type text\/html.*starts "<!doctype html>/);
     return true;
   });
   await assert.rejects(pipeline('text-classification', 't/no-tokenizer'), (e) => {

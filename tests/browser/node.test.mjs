@@ -101,12 +101,31 @@ test('batched input gives one result per text; results carry backend and timings
 test('MiniLM: embeddings, token states, similarity ranking and zero-shot match PyTorch', async () => {
   const g = golden('minilm.json');
   for (const c of g.cases.filter((x) => x.text_pair === null && x.truncation_max_length === null)) {
-    assertClose(`${c.name} mean_l2`, await minilm(c.text, { normalize: true }), c.pooled.mean_l2, 1e-4);
+    const pooled = await minilm(c.text, { pooling: 'mean', normalize: true });
+    assert.deepEqual(pooled.dims, [1, 384], 'a string is a batch of one, as in transformers.js');
+    assertClose(`${c.name} mean_l2`, pooled, c.pooled.mean_l2, 1e-4);
     assertClose(`${c.name} cls`, await minilm(c.text, { pooling: 'cls' }), c.pooled.cls, 1e-4);
-    if (c.last_hidden_state) assertClose(`${c.name} states`, await minilm(c.text, { pooling: 'none' }), c.last_hidden_state, 1e-4);
+    assertClose(`${c.name} first_token`, await minilm(c.text, { pooling: 'first_token' }), c.pooled.cls, 1e-4);
+    if (c.last_hidden_state) {
+      // No pooling is the default, as transformers.js: [1, tokens, hidden].
+      const states = await minilm(c.text);
+      assert.deepEqual(states.dims, [1, c.last_hidden_state.length, 384]);
+      assertClose(`${c.name} states`, states, c.last_hidden_state, 1e-4);
+      assertClose(`${c.name} states[0]`, states[0].tolist(), c.last_hidden_state, 1e-4);
+    }
   }
-  const batch = await minilm(g.batch.texts, { normalize: true });
-  assertClose('padded batch', batch, g.batch.pooled.mean_l2, 1e-4);
+  const batch = await minilm(g.batch.texts, { pooling: 'mean', normalize: true });
+  assert.deepEqual(batch.dims, [g.batch.texts.length, 384]);
+  assert.equal(batch.type, 'float32');
+  assertClose('padded batch', batch.tolist(), g.batch.pooled.mean_l2, 1e-4);
+  assert.ok(batch.backend === NODE_BACKEND && batch.ms >= 0, 'the call facts ride on the Tensor');
+  // Token states of a batch: padded to the longest text with zero rows, as one tensor.
+  const [short, long] = ['hi', 'a somewhat longer sentence than the other'];
+  const states = await minilm([short, long]);
+  const [a, b] = [(await minilm(short)).dims[1], (await minilm(long)).dims[1]];
+  assert.deepEqual(states.dims, [2, b, 384]);
+  assertClose('short text in a batch', states[0].tolist().slice(0, a), (await minilm(short)).tolist()[0], 1e-5);
+  assert.ok(states[0].tolist().slice(a).flat().every((x) => x === 0), 'rows past the short text are 0');
 
   const ranked = await minilm.rank(g.similarity.query, g.similarity.candidates);
   assert.deepEqual(ranked.map((r) => r.corpus_id), g.similarity.ranking);
@@ -116,6 +135,9 @@ test('MiniLM: embeddings, token states, similarity ranking and zero-shot match P
   const zs = await pipeline('zero-shot-classification', join(MODELS, 'minilm'));
   for (const c of g.zero_shot.cases) {
     const single = await zs(c.sequence, c.candidate_labels, { hypothesis_template: g.zero_shot.hypothesis_template });
+    // transformers.js's and Hugging Face's shape.
+    assert.deepEqual(Object.keys(single), ['sequence', 'labels', 'scores']);
+    assert.equal(single.sequence, c.sequence);
     assertLabelScores('single', single, c.single_label.labels.map((label, i) => ({ label, score: c.single_label.scores[i] })));
     const multi = await zs(c.sequence, c.candidate_labels.join(', '), { multi_label: true });
     assertLabelScores('multi', multi, c.multi_label.labels.map((label, i) => ({ label, score: c.multi_label.scores[i] })));
@@ -207,7 +229,11 @@ test('text classification (seeded head): softmax, sigmoid, pairs, top_k', async 
 test('question answering (seeded head): every golden case, UTF-16 offsets', async () => {
   const qa = await pipeline('question-answering', withHead('qa'));
   for (const c of golden('qa.json').cases) {
-    const got = await qa(c.question, c.context, c.params);
+    const answer = await qa(c.question, c.context, c.params);
+    // top_k 1 gives the answer itself, as transformers.js and Hugging Face's pipeline.
+    const one = (c.params?.top_k ?? 1) === 1;
+    assert.equal(Array.isArray(answer), !one, c.name);
+    const got = one ? [answer].filter(Boolean) : answer;
     assert.equal(got.length, c.answers.length, c.name);
     got.forEach((a, i) => {
       const w = c.answers[i];
@@ -217,16 +243,36 @@ test('question answering (seeded head): every golden case, UTF-16 offsets', asyn
       assert.ok(Math.abs(a.score - w.score) < 1e-4, c.name);
     });
   }
-  const [first] = await qa({ question: 'What is the capital of France?', context: 'Paris is the capital of France.' });
-  assert.equal(typeof first.answer, 'string');
+  // transformers.js's other forms: an object, and batches (one context or one per question).
+  // The first three goldens use the default options but top_k 3: with top_k 1, their best answer.
+  const cases = golden('qa.json').cases.slice(0, 3);
+  const alone = [];
+  for (const c of cases) {
+    const a = await qa(c.question, c.context);
+    assert.equal(a.answer, c.answers[0].answer, c.name);
+    assert.ok(Math.abs(a.score - c.answers[0].score) < 1e-4, c.name);
+    alone.push(a);
+  }
+  assert.deepEqual(await qa({ question: cases[0].question, context: cases[0].context }), alone[0]);
+  assert.deepEqual(await qa(cases.map((c) => c.question), cases.map((c) => c.context)), alone);
+  assert.deepEqual(await qa(cases.map((c) => ({ question: c.question, context: c.context }))), alone);
+  const shared = await qa(cases.map((c) => c.question), cases[0].context);
+  assert.deepEqual(shared[0], alone[0]);
+  assert.equal(shared.length, cases.length);
+  const two = await qa([cases[0].question], [cases[0].context], { top_k: 2 });
+  assert.ok(Array.isArray(two[0]) && two[0].length <= 2 && two[0][0].answer === alone[0].answer);
+  await assert.rejects(qa(['a?', 'b?'], ['one context']), /2 questions and 1 contexts/);
 });
 
 test('fill-mask: top-5 tokens per mask', async () => {
   const fill = await pipeline('fill-mask', join(MODELS, 'splade-tiny'));
   for (const c of golden('splade.json').fill_mask.cases) {
-    const got = await fill(c.text, { top_k: c.top_k });
+    const answer = await fill(c.text, { top_k: c.top_k });
+    // One mask: its list itself, as transformers.js; several: a list per mask.
+    const got = c.predictions.length === 1 ? [answer] : answer;
     assert.equal(got.length, c.predictions.length);
     got.forEach((preds, m) => {
+      assert.equal(preds.length, c.top_k ?? 5);
       assert.deepEqual(preds.map((p) => p.token_str), c.predictions[m].map((p) => p.token_str));
       assert.deepEqual(preds.map((p) => p.sequence), c.predictions[m].map((p) => p.sequence));
       preds.forEach((p, i) => assert.ok(Math.abs(p.score - c.predictions[m][i].score) < 1e-4));
@@ -340,7 +386,7 @@ test('errors are Error objects with clear messages', async () => {
   await bad('not text', pii(42), /text must be a string/);
   const long = 'word '.repeat(600);
   await bad('too long', minilm(long), /input is \d+ tokens; the model takes at most 512/);
-  assert.equal((await minilm(long, { truncation: true })).length, 384);
+  assert.deepEqual((await minilm(long, { truncation: true, pooling: 'mean' })).dims, [1, 384]);
   const ac = new AbortController();
   const loading = pipeline('ner', `${server.url}models/pii/`, { signal: ac.signal, cache: false });
   ac.abort();

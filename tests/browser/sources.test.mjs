@@ -133,12 +133,13 @@ test('HTML for the weights or for a JSON file, and a 404 for one file: clear err
   for (const [kind, src] of SOURCES) {
     hub.fault('t/html-weights', 'model.safetensors', 'html');
     const weights = await load(src('t/html-weights'));
-    assert.ok(weights.error, kind);
-    assert.deepEqual(cachedUrls('t/html-weights').filter((u) => !u.endsWith('.webert-files.json')), [], `${kind}: the HTML page is not kept`);
+    assert.match(weights.error ?? '', /no weights found \(.*the server answered model\.safetensors with an HTML page/, kind);
+    assert.deepEqual(cachedUrls('t/html-weights').filter((u) => u.endsWith('model.safetensors')), [], `${kind}: the HTML page is not kept`);
     hub.fault('t/html-weights', 'model.safetensors', null);
+    store.entries.clear(); // config.json and tokenizer.json were whole: kept for the next load
     hub.fault('t/html-weights', 'tokenizer.json', 'html');
     const json = await load(src('t/html-weights'));
-    assert.match(json.error ?? '', /tokenizer\.json is not JSON .*content-type text\/html/, kind);
+    assert.match(json.error ?? '', /the server answered tokenizer\.json with an HTML page \(content-type text\/html; charset=utf-8, starts "<!doctype html>.*\), not the file/, kind);
     assert.ok(!cachedUrls('t/html-weights').some((u) => u.endsWith('tokenizer.json')), kind);
     hub.fault('t/html-weights', 'tokenizer.json', null);
     hub.fault('t/no-tokenizer', 'tokenizer.json', 'missing');
@@ -239,4 +240,33 @@ test('a cache over its quota: the model loads uncached, says so (progress warnin
   const next = await load('t/ok');
   assert.equal(next.info.cacheError, undefined);
   assert.ok(cachedUrls('t/ok').some((u) => u.endsWith('model.safetensors')));
+});
+
+test("a server that answers every missing file with its index.html (Vite, SPA fallbacks): the files there load", T, async () => {
+  const { createServer } = await import('node:http');
+  const { readFile } = await import('node:fs/promises');
+  const page = '<!DOCTYPE html>\n<html><head><title>app</title></head><body><div id="app"></div></body></html>';
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const file = path.startsWith('/models/tiny/') && !path.includes('..') ? join(TINY, path.slice('/models/tiny/'.length)) : null;
+    const body = file && (await readFile(file).catch(() => null));
+    res.writeHead(200, { 'Content-Type': body ? 'application/octet-stream' : 'text/html' });
+    res.end(req.method === 'HEAD' ? undefined : body ?? page);
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/models/tiny/`;
+    // No dtype: safetensors is found among the probed names, none of the HTML answers is kept.
+    const ok = await load(url);
+    assert.equal(ok.error, undefined, ok.error);
+    assert.deepEqual(ok.out, want);
+    assert.ok([...store.entries.keys()].every((u) => !u.includes('/onnx/')), 'no page cached as weights');
+    // A dtype whose file is missing: the HTML answer is named, not parsed as weights.
+    const q4 = await load(url, { dtype: 'q4' });
+    assert.match(q4.error ?? '', /no q4 weights|model_q4\.onnx/, q4.error);
+    const named = await load(url, { weights: 'onnx/model_q4.onnx' });
+    assert.match(named.error ?? '', /the server answered onnx\/model_q4\.onnx with an HTML page \(content-type text\/html, starts "<!DOCTYPE html>.*\), not the file; a server that answers a missing file with its index\.html/);
+  } finally {
+    server.close();
+  }
 });

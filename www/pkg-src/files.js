@@ -226,6 +226,16 @@ async function retrying(work, signal) {
   }
 }
 
+/**
+ * Whether a body is a web page rather than the file asked for: many servers (Vite, SPA
+ * fallbacks) answer a missing path with their index.html and status 200.
+ */
+function isHtml(bytes, res) {
+  if (/^\s*text\/html/i.test(res.headers.get('content-type') ?? '')) return true;
+  const start = new TextDecoder().decode(bytes.subarray(0, 64)).replace(/^\uFEFF?\s*/, '');
+  return /^<(?:!doctype\s+html|html[\s>]|head[\s>]|body[\s>]|!--)/i.test(start);
+}
+
 /** Refuses a `.json` file that is not JSON (an HTML error page, say) before it is kept. */
 function checkJson(name, bytes, res, where) {
   if (!name.endsWith('.json')) return;
@@ -276,6 +286,8 @@ async function fromUrl(base, opts, progress, layout, label) {
   const signal = opts.signal;
   const cache = await openModelCache(opts, (m) => progress.warn(m));
   const files = new Map();
+  // Files a server answered with a web page: absent when optional, an error when needed.
+  const pages = [];
 
   // One file: from the cache when whole and its hash (if given) still matches, else from the network.
   const load = async (name, optional) => {
@@ -295,6 +307,13 @@ async function fromUrl(base, opts, progress, layout, label) {
       const res = await get(url, signal, optional, label, opts.downloadTimeout);
       if (!res) return null;
       const body = await readBody(res, url, name, progress, signal);
+      if (isHtml(body, res)) {
+        pages.push(name);
+        if (optional) return null;
+        const start = JSON.stringify(new TextDecoder().decode(body.subarray(0, 60)));
+        throw new Error(`${label ?? url}: the server answered ${name} with an HTML page (content-type ${res.headers.get('content-type')}, starts ${start}), not the file; ` +
+          `a server that answers a missing file with its index.html (Vite, SPA fallbacks) does that: check that ${url} exists`);
+      }
       checkJson(name, body, res, label ?? url);
       return body;
     }, signal);
@@ -316,7 +335,7 @@ async function fromUrl(base, opts, progress, layout, label) {
     await load(first, false);
     const optional = layout.text.filter((n) => !layout.required.includes(n));
     await Promise.all([...required.map((n) => load(n, false)), ...optional.map((n) => load(n, true))]);
-    await findWeights(opts, load, root, layout, label);
+    await findWeights(opts, load, root, layout, label, pages);
     await cache?.setManifest(manifestUrl, key, [...files.keys()]);
   }
   const order = [...files.keys()].sort();
@@ -333,7 +352,7 @@ async function fromUrl(base, opts, progress, layout, label) {
  * onnx/model.onnx), or the first present in the engine's order of preference; sharded
  * safetensors via their index. Only the weights used are downloaded.
  */
-async function findWeights(opts, load, root, layout, label) {
+async function findWeights(opts, load, root, layout, label, pages = []) {
   const { weights, dtype, signal } = opts;
   if (weights) {
     await load(weights, false);
@@ -345,8 +364,9 @@ async function findWeights(opts, load, root, layout, label) {
     if (name === 'onnx/model.onnx') {
       const indexUrl = new URL('model.safetensors.index.json', root).href;
       const index = await get(indexUrl, signal, true, label, opts.downloadTimeout);
-      if (index) {
-        const body = await readBody(index, indexUrl, 'model.safetensors.index.json', { update() {} }, signal);
+      const body = index && (await readBody(index, indexUrl, 'model.safetensors.index.json', { update() {} }, signal));
+      if (body && isHtml(body, index)) pages.push('model.safetensors.index.json');
+      else if (body) {
         checkJson('model.safetensors.index.json', body, index, label ?? indexUrl);
         const shards = [...new Set(Object.values(JSON.parse(new TextDecoder().decode(body)).weight_map ?? {}))].sort();
         await Promise.all(shards.map((s) => load(s, false)));
@@ -356,12 +376,13 @@ async function findWeights(opts, load, root, layout, label) {
     if (await load(name, true)) return;
   }
   const where = label ?? root.href;
-  if (!dtype) throw new Error(`${where}: no weights found (tried model.safetensors, model.safetensors.index.json and onnx/model*.onnx)`);
+  const html = pages.length ? `; the server answered ${pages.join(', ')} with an HTML page, as servers do for a missing file` : '';
+  if (!dtype) throw new Error(`${where}: no weights found (tried model.safetensors, model.safetensors.index.json and onnx/model*.onnx${html})`);
   // Say which weights there are (HEAD requests), in the engine's words.
   const present = await Promise.all(layout.weights.map(async (name) => {
     const dog = watchdog(signal, opts.downloadTimeout);
     const res = await fetch(new URL(name, root).href, { method: 'HEAD', signal: dog.signal }).catch(() => null).finally(dog.stop);
-    return res?.ok ? name : null;
+    return res?.ok && !/text\/html/i.test(res.headers.get('content-type') ?? '') ? name : null;
   }));
   layout.pick(where, [...layout.required, ...present.filter(Boolean)], dtype);
   throw new Error(`${where}: no ${dtype} weights`);

@@ -62,6 +62,8 @@ export class Model {
     }
     this.info = JSON.parse(this.engine.info());
     if (cacheError) this.info.cacheError = cacheError;
+    this.info.wasmBuild = runtime.build;
+    if (runtime.buildNote) this.info.wasmBuildNote = runtime.buildNote;
     for (const head of this.heads) this.engine.addHead(head);
     this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
     if (this.info.threads > 1 && !runtime.helpers.warm) {

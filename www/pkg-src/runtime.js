@@ -4,7 +4,7 @@
 
 import { isNode } from './files.js';
 import { HelperPool } from './pool.js';
-import { hasRelaxedSimd, wasmUrl } from './simd.js';
+import { RELAXED_BUILD_URL, SIMD128_BUILD_URL, hasRelaxedSimd, missingRelaxedOps } from './simd.js';
 
 /**
  * The adapter WebGPU gives this context, or null: `{ name, isFallbackAdapter }`, named as
@@ -47,6 +47,10 @@ class Runtime {
     this.failPending = null;
     // Whether a build has started: its synchronous exports (redact) can be called.
     this.live = false;
+    // Which build runs (`relaxed-simd`, `relaxed-simd threads` or `simd128`), and why a faster
+    // one was not taken, for `info`.
+    this.build = null;
+    this.buildNote = null;
   }
 
   /**
@@ -71,20 +75,37 @@ class Runtime {
     // A panic inside an async (WebGPU) call traps in a microtask, where no promise sees it: the
     // panic hook calls this, which fails the pending call instead of leaving it hanging.
     globalThis.__webertPanic = (message) => this.failPending?.(new WebAssembly.RuntimeError(message));
+    const notes = [];
+    if (!hasRelaxedSimd()) {
+      const missing = missingRelaxedOps();
+      notes.push(missing.length === 20 ? 'no relaxed SIMD in this engine' : `this engine lacks relaxed-SIMD opcodes ${missing.join(', ')}`);
+    }
     if (threads > 1 && threadsPossible()) {
       try {
-        return await this.instantiate(report, true);
+        return await this.instantiate(report, 'relaxed-simd threads', notes);
       } catch (e) {
         // e.g. no room for a shared memory of this size: one thread still works
         console.warn(`webert: the threads build did not start (${e.message}); running on one thread`);
+        notes.push(`the threads build did not start: ${e.message}`);
       }
     }
-    return this.instantiate(report, false);
+    if (hasRelaxedSimd()) {
+      try {
+        return await this.instantiate(report, 'relaxed-simd', notes);
+      } catch (e) {
+        // An engine that validates the probe and still rejects the build (an op set the probe
+        // does not know): the simd128 build runs everywhere WebAssembly SIMD does.
+        console.warn(`webert: the relaxed-SIMD build did not start (${e.message}); using the simd128 build`);
+        notes.push(`the relaxed-SIMD build did not start: ${e.message}`);
+      }
+    }
+    return this.instantiate(report, 'simd128', notes);
   }
 
-  async instantiate(report, threaded) {
+  async instantiate(report, build, notes) {
     // Literal URLs and import paths, so that bundlers copy every build.
-    const url = threaded ? new URL('./webert_wasm_threads_bg.wasm', import.meta.url) : wasmUrl();
+    const threaded = build === 'relaxed-simd threads';
+    const url = threaded ? new URL('./webert_wasm_threads_bg.wasm', import.meta.url) : build === 'simd128' ? SIMD128_BUILD_URL() : RELAXED_BUILD_URL();
     report?.({ stage: 'compile', file: url.pathname.split('/').pop(), bytes: 0, total: 0 });
     try {
       this.glue = threaded ? await import('./webert_wasm_threads.js') : await import('./webert_wasm.js');
@@ -96,6 +117,8 @@ class Runtime {
         await this.glue.default({ module_or_path: url });
       }
       this.live = true;
+      this.build = build;
+      this.buildNote = notes.length ? notes.join('; ') : null;
     } catch (e) {
       throw new Error(`could not start webert's WebAssembly module from ${url.href}: ${e.message}`);
     }

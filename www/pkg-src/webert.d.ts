@@ -148,13 +148,21 @@ export interface ModelInfo {
    * (`agreement`, their cosine with the CPU's mean token taken out, below 0.9: wrong answers).
    */
   probe: { adapter: string; tokens: number; gpu_ms: number; cpu_ms: number; agreement: number } | null;
+  /**
+   * The WebAssembly build running the CPU path, picked by probing this engine: `relaxed-simd
+   * threads`, `relaxed-simd`, or `simd128` (engines without every relaxed-SIMD instruction).
+   */
+  wasmBuild: 'relaxed-simd threads' | 'relaxed-simd' | 'simd128';
+  /** Why a faster build was not used (missing relaxed-SIMD opcodes, a build that failed to start); absent when none was passed over. */
+  wasmBuildNote?: string;
   /** Why the Cache API did not keep this model's files (e.g. `QuotaExceededError: …`); absent when it did or was not used. */
   cacheError?: string;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
   adapter?: string | null;
   /** With WebGPU: how many GEMM tilings timed by earlier loads were read from the Cache API (each used where still valid for this adapter). */
   savedGpuTilings?: number;
-  model_type: 'bert' | 'distilbert' | 'roberta' | 'xlm-roberta' | 'electra';
+  /** The family as config.json names it, e.g. `bert`, `roberta`, `deberta-v2`, `modernbert`, `nomic_bert`, `gte`. */
+  model_type: string;
   /** The task the checkpoint's head does (`feature-extraction` for a bare encoder). */
   task: string;
   labels: string[];
@@ -293,15 +301,24 @@ export interface Answer {
   end: number;
   answer: string;
 }
+export interface QuestionAnswer {
+  question: string;
+  context: string;
+}
+/** With `top_k` 1 (the default) the best answer (null when none), with more a list best first; arrays give one such result per question, as transformers.js. */
 export interface QuestionAnsweringPipeline extends PipelineBase {
-  /** Answers best first (`top_k` of them, default 1). */
-  (question: string, context: string, options?: QuestionAnsweringOptions): Promise<WithMeta<Answer[]>>;
-  (input: { question: string; context: string }, options?: QuestionAnsweringOptions): Promise<WithMeta<Answer[]>>;
+  (question: string, context: string, options?: QuestionAnsweringOptions & { top_k?: 1 }): Promise<WithMeta<Answer> | null>;
+  (question: string, context: string, options: QuestionAnsweringOptions & { top_k: number }): Promise<WithMeta<Answer[]>>;
+  (input: QuestionAnswer, options?: QuestionAnsweringOptions & { top_k?: 1 }): Promise<WithMeta<Answer> | null>;
+  (input: QuestionAnswer, options: QuestionAnsweringOptions & { top_k: number }): Promise<WithMeta<Answer[]>>;
+  /** One context for every question, or one per question. */
+  (questions: string[], contexts: string | string[], options?: QuestionAnsweringOptions): Promise<(Answer | Answer[] | null)[]>;
+  (inputs: QuestionAnswer[], options?: QuestionAnsweringOptions): Promise<(Answer | Answer[] | null)[]>;
 }
 
 export interface FeatureExtractionOptions extends CallControl {
-  /** Default `'mean'`; `'none'` returns every token's hidden state. */
-  pooling?: 'mean' | 'cls' | 'max' | 'none';
+  /** Default `'none'` (every token's hidden state), as transformers.js; `'first_token'` is `'cls'`. */
+  pooling?: 'none' | 'mean' | 'cls' | 'first_token' | 'max';
   /** L2-normalise each vector (default false). */
   normalize?: boolean;
   truncation?: Truncation;
@@ -312,11 +329,29 @@ export interface Ranked {
   score: number;
   text: string;
 }
+/**
+ * A result tensor as transformers.js's: row-major `data`, `dims`, `tolist()`; `tensor[i]` is
+ * the i-th sub-tensor along the first dimension.
+ */
+export declare class Tensor {
+  constructor(type: 'float32', data: Float32Array, dims: number[]);
+  readonly type: 'float32';
+  readonly data: Float32Array;
+  readonly dims: number[];
+  readonly size: number;
+  at(i: number): Tensor;
+  tolist(): any[];
+  readonly [index: number]: Tensor;
+}
+/** Cosine similarity of two vectors, as transformers.js's `cos_sim`. */
+export function cos_sim(a: ArrayLike<number>, b: ArrayLike<number>): number;
+/**
+ * A Tensor with a row per text (a string is a batch of one): `[texts, hidden]` when pooled,
+ * `[texts, tokens, hidden]` with `pooling: 'none'` (the default), rows past a shorter text's
+ * last token 0.
+ */
 export interface FeatureExtractionPipeline extends PipelineBase {
-  (text: string, options?: FeatureExtractionOptions & { pooling?: 'mean' | 'cls' | 'max' }): Promise<WithMeta<number[]>>;
-  (texts: string[], options?: FeatureExtractionOptions & { pooling?: 'mean' | 'cls' | 'max' }): Promise<WithMeta<number[][]>>;
-  (text: string, options: FeatureExtractionOptions & { pooling: 'none' }): Promise<WithMeta<number[][]>>;
-  (texts: string[], options: FeatureExtractionOptions & { pooling: 'none' }): Promise<WithMeta<number[][][]>>;
+  (texts: string | string[], options?: FeatureExtractionOptions): Promise<WithMeta<Tensor>>;
   /** Documents by cosine similarity to the query, best first. */
   rank(query: string, documents: string[], options?: CallControl & { pooling?: 'mean' | 'cls' | 'max'; truncation?: Truncation }): Promise<WithMeta<Ranked[]>>;
 }
@@ -333,9 +368,9 @@ export interface Prediction {
   sequence: string;
 }
 export interface FillMaskPipeline extends PipelineBase {
-  /** One list of predictions per mask token, in text order. */
-  (text: string, options?: FillMaskOptions): Promise<WithMeta<Prediction[][]>>;
-  (texts: string[], options?: FillMaskOptions): Promise<WithMeta<Prediction[][][]>>;
+  /** One mask: its predictions, best first (as transformers.js); several masks: a list per mask, in text order. */
+  (text: string, options?: FillMaskOptions): Promise<WithMeta<Prediction[] | Prediction[][]>>;
+  (texts: string[], options?: FillMaskOptions): Promise<WithMeta<(Prediction[] | Prediction[][])[]>>;
   /** The pseudo-log-likelihood of each text (the `text-scoring` task on this model). */
   score(text: string, options?: TextScoringOptions): Promise<WithMeta<TextScore>>;
   score(texts: string[], options?: TextScoringOptions): Promise<WithMeta<TextScore[]>>;
@@ -402,11 +437,17 @@ export interface ZeroShotOptions extends CallControl {
  *   0.5 threshold applies).
  */
 export type ZeroShotResult<T> = WithMeta<T> & { readonly method: 'nli' | 'similarity' };
+/** A text and its labels with their scores, best first (transformers.js's and Hugging Face's shape). */
+export interface ZeroShotOutput {
+  sequence: string;
+  labels: string[];
+  scores: number[];
+}
 export interface ZeroShotPipeline extends PipelineBase {
-  (text: string, labels: string[] | string, options?: ZeroShotOptions): Promise<ZeroShotResult<LabelScore[]>>;
-  (texts: string[], labels: string[] | string, options?: ZeroShotOptions): Promise<ZeroShotResult<LabelScore[][]>>;
-  (text: string, options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<LabelScore[]>>;
-  (texts: string[], options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<LabelScore[][]>>;
+  (text: string, labels: string[] | string, options?: ZeroShotOptions): Promise<ZeroShotResult<ZeroShotOutput>>;
+  (texts: string[], labels: string[] | string, options?: ZeroShotOptions): Promise<ZeroShotResult<ZeroShotOutput[]>>;
+  (text: string, options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<ZeroShotOutput>>;
+  (texts: string[], options: ZeroShotOptions & { candidate_labels: string[] | string }): Promise<ZeroShotResult<ZeroShotOutput[]>>;
 }
 
 export interface TrainingExample {

@@ -11,15 +11,26 @@ import { webgpuAdapter } from './runtime.js';
 import { redact } from './redact.js';
 import { ENTRY, acquire, release } from './sharing.js';
 import { readHead, teach } from './teach.js';
+import { Tensor, cos_sim, tensorOf } from './tensor.js';
 
-export { env, redact, webgpuAdapter };
+export { Tensor, cos_sim, env, redact, webgpuAdapter };
 
 /** Deletes cached model files: those of a folder URL or model id, or all (and saved WebGPU tilings). */
 export function clearCache(model) {
   return clearFiles(model, (m) => (m ? resolveModel(m).source : m));
 }
 
-const ALIASES = { ner: 'token-classification', 'sentiment-analysis': 'text-classification' };
+const ALIASES = { ner: 'token-classification', 'sentiment-analysis': 'text-classification', embeddings: 'feature-extraction' };
+
+/** transformers.js's default model (and dtype) of each task, for `pipeline(task)` with no model. */
+const DEFAULT_MODELS = {
+  'text-classification': { id: 'Xenova/distilbert-base-uncased-finetuned-sst-2-english' },
+  'token-classification': { id: 'Xenova/bert-base-multilingual-cased-ner-hrl' },
+  'question-answering': { id: 'Xenova/distilbert-base-cased-distilled-squad' },
+  'fill-mask': { id: 'onnx-community/ettin-encoder-32m-ONNX', dtype: 'fp32' },
+  'zero-shot-classification': { id: 'Xenova/distilbert-base-uncased-mnli' },
+  'feature-extraction': { id: 'onnx-community/all-MiniLM-L6-v2-ONNX', dtype: 'fp32' },
+};
 
 /** Whether this browser exposes a WebGPU adapter (fallback adapters included). */
 export async function webgpuAvailable() {
@@ -35,6 +46,20 @@ function text(t, what = 'text') {
 function texts(input) {
   return Array.isArray(input) ? input.map((t) => text(t)) : [text(input)];
 }
+
+/** The non-enumerable call facts (`backend`, `ms`, …) that `withMeta` put on `from`. */
+function metaOf(from) {
+  return Object.fromEntries(Object.getOwnPropertyNames(from).filter((k) => !Object.prototype.propertyIsEnumerable.call(from, k) && k !== 'length').map((k) => [k, from[k]]));
+}
+
+/** A call's answer reshaped by `shape` (per text), keeping its call facts. */
+async function reshaped(answer, shape) {
+  const value = await answer;
+  return withMeta(shape(value), metaOf(value));
+}
+
+/** transformers.js's fill-mask shape: one mask gives its list of tokens, several masks a list per mask. */
+const perMask = (masks) => (masks.length === 1 ? masks[0] : masks);
 
 function withMeta(value, meta) {
   if (value && typeof value === 'object') {
@@ -55,12 +80,37 @@ const RUNNERS = {
     return run({ top_k: 1, ...o, inputs: items }, !Array.isArray(input));
   },
   'token-classification': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
+  // (question, context), ({ question, context }), or arrays of either: top_k 1 gives the answer
+  // itself, more a list, and arrays a result per pair, as transformers.js.
   'question-answering': (run) => async (question, context, o = {}) => {
-    if (question && typeof question === 'object') [question, context, o] = [question.question, question.context, context ?? {}];
-    return run({ ...o, question: text(question, 'question'), context: text(context, 'context') }, false);
+    const objects = question !== null && typeof question === 'object' && (!Array.isArray(question) || typeof question[0] === 'object');
+    if (objects) [question, context, o] = [question, null, context ?? {}];
+    const batched = Array.isArray(question);
+    const pairs = objects
+      ? (batched ? question : [question]).map((p) => [p?.question, p?.context])
+      : (batched ? question : [question]).map((q, i) => [q, Array.isArray(context) ? context[i] : context]);
+    if (batched && !objects && Array.isArray(context) && context.length !== question.length) {
+      throw new TypeError(`${question.length} questions and ${context.length} contexts: give one context, or one per question`);
+    }
+    const top1 = (o.top_k ?? 1) === 1;
+    const results = [];
+    let last;
+    for (const [q, c] of pairs) {
+      last = await run({ ...o, question: text(q, 'question'), context: text(c, 'context') }, false);
+      results.push(top1 ? (last[0] ?? null) : last);
+    }
+    const value = batched ? results : results[0];
+    return last && value && typeof value === 'object' ? withMeta(value, metaOf(last)) : value;
   },
-  'feature-extraction': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
-  'fill-mask': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
+  // A Tensor, as transformers.js: [texts, dim] pooled, else [texts, tokens, dim] (its default).
+  'feature-extraction': (run) => async (input, o = {}) => {
+    const pooling = o.pooling === 'first_token' ? 'cls' : (o.pooling ?? 'none');
+    return reshaped(run({ ...o, pooling, texts: texts(input) }, false), (rows) => tensorOf(rows, pooling === 'none'));
+  },
+  'fill-mask': (run) => async (input, o = {}) => {
+    const single = !Array.isArray(input);
+    return reshaped(run({ ...o, texts: texts(input) }, false), (all) => (single ? perMask(all[0]) : all.map(perMask)));
+  },
   'text-scoring': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   'next-sentence-prediction': (run) => async (input, o = {}) => {
     const pair = (x) => {
@@ -76,8 +126,11 @@ const RUNNERS = {
     o = rest;
     const candidate_labels = typeof labels === 'string' ? labels.split(',').map((l) => l.trim()).filter(Boolean) : labels;
     if (!Array.isArray(candidate_labels)) throw new TypeError('candidate labels must be an array of strings or a comma-separated string');
-    const request = { ...o, texts: texts(input), candidate_labels: candidate_labels.map((l) => text(l, 'label')) };
-    return run(request, !Array.isArray(input));
+    const sequences = texts(input);
+    const request = { ...o, texts: sequences, candidate_labels: candidate_labels.map((l) => text(l, 'label')) };
+    // `{ sequence, labels, scores }` per text, best first, as transformers.js and Hugging Face's pipeline.
+    const shape = (ranked, i) => ({ sequence: sequences[i], labels: ranked.map((r) => r.label), scores: ranked.map((r) => r.score) });
+    return reshaped(run(request, false), (all) => (Array.isArray(input) ? all.map(shape) : shape(all[0], 0)));
   },
 };
 
@@ -92,7 +145,24 @@ export async function pipeline(task, model, options = {}) {
   }
   const { head, revision, ...rest } = options;
   const device = checkDevice(rest);
-  if (model == null) throw new Error('pipeline() needs a model: a folder URL, a FileList / File[] or an object of file name → ArrayBuffer');
+  const fallback = model == null ? DEFAULT_MODELS[kind] : null;
+  if (model == null && !fallback) {
+    throw new Error(`pipeline('${task}') needs a model (transformers.js has no default for it either): a model id, a folder URL, a FileList / File[] or an object of file name → ArrayBuffer`);
+  }
+  if (fallback) {
+    model = fallback.id;
+    if (fallback.dtype && rest.dtype == null && rest.weights == null) rest.dtype = fallback.dtype;
+  }
+  try {
+    return await load(kind, model, options, rest, device, head, revision);
+  } catch (e) {
+    if (!fallback || e?.name === 'AbortError') throw e;
+    // Say where the model came from: the caller named none.
+    throw new Error(`pipeline('${task}') with no model loads transformers.js's default, ${fallback.id}: ${e.message}. Pass a model (an id, a folder URL or files) to load another`, { cause: e });
+  }
+}
+
+async function load(kind, model, options, rest, device, head, revision) {
   if (rest.dtype != null && typeof rest.dtype !== 'string') throw new TypeError(`dtype must be a string such as 'q8' or 'fp32', got ${typeof rest.dtype}`);
   if (head != null && kind !== 'text-classification') throw new Error(`the head option is for text-classification, not ${kind}`);
   const headBytes = head == null ? null : await readHead(head);

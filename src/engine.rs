@@ -25,9 +25,9 @@ use tokenizers::Encoding;
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 pub enum Device {
-    /// The GPU when a hardware adapter works and is faster than the CPU at load (see
-    /// [`AutoOptions::probe`]), else the CPU; falls back to the CPU for good if the GPU fails
-    /// later (device lost, validation error).
+    /// The GPU when a hardware adapter works and is faster than the CPU at load (one forward
+    /// timed on each), else the CPU; falls back to the CPU for good if the GPU fails later
+    /// (device lost, validation error).
     #[default]
     Auto,
     /// The GPU, any adapter (software ones included); its failures are errors.

@@ -395,3 +395,27 @@ fn sentence_transformers_settings_are_the_embed_defaults() {
     assert_eq!(hub.requests("1_Pooling/config.json").len(), 1);
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+#[test]
+fn a_missing_path_beside_a_folder_is_not_asked_of_the_hub() {
+    let hub = Hub::start(&[("org/pii", "models/pii", "{}")]);
+    let host = ["--remote-host", hub.url.as_str()];
+    let ner = ["ner", "--text", "Call John"];
+    // `models/` is here: `models/nothing-here` is a path, and the error says so at once.
+    let args = [&ner[..], &["--model", "models/nothing-here"], &host[..]].concat();
+    let (ok, _, err) = webert(&args, &[]);
+    assert!(!ok);
+    assert!(
+        err.contains("models/nothing-here: no such folder (read as a path, not a Hub id"),
+        "{err}"
+    );
+    assert!(hub.requests("config.json").is_empty(), "the hub was asked");
+    // An id-shaped name with no folder beside it goes to the hub, and the error says both.
+    let args = [&ner[..], &["--model", "org/nothing-here"], &host[..]].concat();
+    let (ok, _, err) = webert(&args, &[]);
+    assert!(!ok);
+    assert!(
+        err.contains("org/nothing-here: no local folder of that name here, and as a Hub id: model org/nothing-here on"),
+        "{err}"
+    );
+}

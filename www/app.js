@@ -229,6 +229,7 @@ function sync(tab) {
     const mode = loaded.cls?.mode ?? 'similarity';
     $('#cls-zero-shot').hidden = inUse === DEFAULTS.cls || inUse.source === 'models/minilm/' && !!inUse.dtype;
     $('#cls-zs-options').hidden = teaching() || mode === 'classifier';
+    $('#cls-method').hidden = teaching();
     $('#cls-method').textContent = METHODS[mode];
     $('#cls-method').dataset.method = mode;
   }
@@ -453,6 +454,7 @@ let teach = null; // { clf, want }: the trained classifier and the model it runs
 function syncMode() {
   $('#teach').hidden = !teaching();
   $('#cls-zs-options').hidden = teaching() || (loaded.cls?.mode ?? 'similarity') === 'classifier';
+  $('#cls-method').hidden = teaching(); // it explains the zero-shot scores, not a taught head's
 }
 for (const r of document.querySelectorAll('input[name=cls-mode]')) r.addEventListener('change', syncMode);
 syncMode(); // a reload may restore the radio buttons

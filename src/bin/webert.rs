@@ -5,6 +5,15 @@ fn main() {}
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
+    // Without a Wayland session, libwayland (loaded by the Vulkan driver while wgpu lists
+    // adapters) prints "XDG_RUNTIME_DIR is invalid or not set" twice on every command; a
+    // runtime dir with no display socket in it answers its question quietly.
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none()
+        && std::env::var_os("WAYLAND_DISPLAY").is_none()
+    {
+        // SAFETY: first thing in main, before any thread exists.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) };
+    }
     std::process::exit(match pollster::block_on(cli::run()) {
         Ok(()) => 0,
         Err(e) => {
@@ -17,6 +26,10 @@ fn main() {
 #[cfg(not(target_arch = "wasm32"))]
 #[path = "webert/train.rs"]
 mod train;
+
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "webert/corpus.rs"]
+mod corpus;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -123,8 +136,10 @@ mod cli {
         #[arg(long)]
         no_normalize: bool,
         /// Rank the texts by cosine similarity to this query
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["input", "output"])]
         query: Option<String>,
+        #[command(flatten)]
+        corpus: super::corpus::CorpusArgs,
     }
 
     #[derive(Args)]
@@ -150,6 +165,8 @@ mod cli {
         /// A head from train-classifier (safetensors): classify with it on the model's embeddings
         #[arg(long, conflicts_with_all = ["labels", "pair"])]
         head: Option<PathBuf>,
+        #[command(flatten)]
+        corpus: super::corpus::CorpusArgs,
     }
 
     #[derive(Args)]
@@ -166,6 +183,8 @@ mod cli {
         max_length: Option<usize>,
         #[command(flatten)]
         patterns: PatternArgs,
+        #[command(flatten)]
+        corpus: super::corpus::CorpusArgs,
     }
 
     #[derive(Args)]
@@ -208,6 +227,8 @@ mod cli {
         aggregation: Aggregation,
         #[command(flatten)]
         patterns: PatternArgs,
+        #[command(flatten)]
+        corpus: super::corpus::CorpusArgs,
     }
 
     #[derive(Args)]
@@ -479,8 +500,6 @@ mod cli {
 
     async fn embed(a: EmbedArgs) -> Result<()> {
         let engine = load(&a.c).await?;
-        let texts = texts(&a.c)?;
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let normalize = match (a.normalize, a.no_normalize) {
             (true, _) => Some(true),
             (_, true) => Some(false),
@@ -488,6 +507,17 @@ mod cli {
         };
         let opts =
             embed::EmbedOptions::for_model(&engine.config, a.pooling, normalize, a.c.truncation())?;
+        if a.corpus.active() {
+            report(&engine);
+            return super::corpus::run(&a.corpus, &a.c.text, async |items| {
+                let refs: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
+                let vectors = embed::embed(&engine, &refs, opts).await?;
+                Ok(vectors)
+            })
+            .await;
+        }
+        let texts = texts(&a.c)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let Some(q) = a.query else {
             let out = embed::embed(&engine, &refs, opts).await?;
             return print(&engine, out);
@@ -513,50 +543,70 @@ mod cli {
     async fn classify(a: ClassifyArgs) -> Result<()> {
         let head = a.head.as_deref().map(super::train::read_head).transpose()?;
         let engine = load(&a.c).await?;
-        let texts = texts(&a.c)?;
-        if let Some(head) = head {
-            let opts = classify::ClassifyOptions {
-                top_k: a.top_k,
-                function: a.function.unwrap_or_default(),
-                truncation: a.c.truncation(),
-            };
-            let out = super::train::classify(&engine, &head, &texts, opts).await?;
-            return print(&engine, out);
-        }
-        if let Some(labels) = a.labels {
-            let labels: Vec<&str> = (labels.split(','))
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            let opts = zero_shot::ZeroShotOptions {
-                hypothesis_template: a.hypothesis_template,
-                multi_label: a.multi_label,
-            };
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let ranked = zero_shot::zero_shot_many(&engine, &refs, &labels, &opts).await?;
-            let method = zero_shot::method(&engine);
-            let out = (refs.iter().zip(ranked))
-                .map(|(t, r)| {
-                    serde_json::json!({
-                        "sequence": t,
-                        "method": method,
-                        "labels": r.iter().map(|l| &l.label).collect::<Vec<_>>(),
-                        "scores": r.iter().map(|l| l.score).collect::<Vec<_>>(),
-                    })
-                })
-                .collect();
-            return print(&engine, out);
-        }
-        let inputs: Vec<(&str, Option<&str>)> = (texts.iter())
-            .map(|t| (t.as_str(), a.pair.as_deref()))
-            .collect();
         let opts = classify::ClassifyOptions {
             top_k: a.top_k,
             function: a.function.unwrap_or_default(),
             truncation: a.c.truncation(),
         };
-        let out = classify::classify(&engine, &inputs, opts).await?;
-        print(&engine, out)
+        let labels: Option<Vec<&str>> = a.labels.as_deref().map(|l| {
+            (l.split(',').map(str::trim))
+                .filter(|l| !l.is_empty())
+                .collect()
+        });
+        let zs = zero_shot::ZeroShotOptions {
+            hypothesis_template: a.hypothesis_template.clone(),
+            multi_label: a.multi_label,
+        };
+        let method = zero_shot::method(&engine);
+        // One answer per item, the same in both modes: a taught head, zero-shot, or the model's own.
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum Answer {
+            Labels(Vec<webert::tasks::LabelScore>),
+            ZeroShot {
+                sequence: String,
+                method: zero_shot::Method,
+                labels: Vec<String>,
+                scores: Vec<f32>,
+            },
+        }
+        let answer = async |items: &[super::corpus::Item]| -> Result<Vec<Answer>> {
+            let texts: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
+            let labelled = |v: Vec<_>| v.into_iter().map(Answer::Labels).collect();
+            if let Some(head) = &head {
+                let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+                return Ok(labelled(
+                    super::train::classify(&engine, head, &owned, opts).await?,
+                ));
+            }
+            if let Some(labels) = &labels {
+                let ranked = zero_shot::zero_shot_many(&engine, &texts, labels, &zs).await?;
+                let out = (texts.iter().zip(ranked)).map(|(t, r)| Answer::ZeroShot {
+                    sequence: t.to_string(),
+                    method,
+                    labels: r.iter().map(|l| l.label.clone()).collect(),
+                    scores: r.iter().map(|l| l.score).collect(),
+                });
+                return Ok(out.collect());
+            }
+            let inputs: Vec<(&str, Option<&str>)> = (items.iter())
+                .map(|i| (i.text.as_str(), i.pair.as_deref().or(a.pair.as_deref())))
+                .collect();
+            Ok(labelled(classify::classify(&engine, &inputs, opts).await?))
+        };
+        if a.corpus.active() {
+            report(&engine);
+            return super::corpus::run(&a.corpus, &a.c.text, answer).await;
+        }
+        let items: Vec<super::corpus::Item> = (texts(&a.c)?.into_iter().enumerate())
+            .map(|(i, text)| super::corpus::Item {
+                line: i + 1,
+                id: None,
+                text,
+                pair: None,
+            })
+            .collect();
+        print(&engine, answer(&items).await?)
     }
 
     async fn ner(a: NerArgs) -> Result<()> {
@@ -568,6 +618,17 @@ mod cli {
             patterns: a.patterns.layer()?,
             ..Default::default()
         };
+        if a.corpus.active() {
+            report(&engine);
+            return super::corpus::run(&a.corpus, &a.c.text, async |items| {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(ner::ner(&engine, &item.text, &opts).await?);
+                }
+                Ok(out)
+            })
+            .await;
+        }
         let mut out = Vec::new();
         for t in texts(&a.c)? {
             out.push(ner::ner(&engine, &t, &opts).await?);
@@ -591,12 +652,26 @@ mod cli {
             entities: Vec<ner::Entity>,
         }
         let engine = load(&a.c).await?;
+        let one = async |t: &str| -> Result<Out> {
+            let entities = ner::ner(&engine, t, &opts).await?;
+            let targets: Vec<redact::Target> = entities.iter().map(Into::into).collect();
+            let text = redact::redact(t, &targets, &style)?.text;
+            Ok(Out { text, entities })
+        };
+        if a.corpus.active() {
+            report(&engine);
+            return super::corpus::run(&a.corpus, &a.c.text, async |items| {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(one(&item.text).await?);
+                }
+                Ok(out)
+            })
+            .await;
+        }
         let mut out = Vec::new();
         for t in texts(&a.c)? {
-            let entities = ner::ner(&engine, &t, &opts).await?;
-            let targets: Vec<redact::Target> = entities.iter().map(Into::into).collect();
-            let text = redact::redact(&t, &targets, &style)?.text;
-            out.push(Out { text, entities });
+            out.push(one(&t).await?);
         }
         print(&engine, out)
     }

@@ -38,8 +38,12 @@ after(async () => {
 test('the packed package holds ESM, types, worker and wasm, with exports', () => {
   const pkg = join(app, 'node_modules/webert');
   const files = readdirSync(pkg).sort();
-  for (const f of ['package.json', 'README.md', 'webert.js', 'webert.d.ts', 'testing.js', 'testing.d.ts', 'sharing.js', 'host.js', 'lane.js', 'worker.js', 'handler.js', 'model.js', 'hooks.js', 'redact.js', 'runtime.js', 'pool.js', 'warmup.js', 'files.js', 'cache.js', 'tilings.js', 'watchdog.js', 'teach.js', 'tensor.js', 'simd.js', 'webert_wasm.js', 'webert_wasm_bg.wasm', 'webert_wasm_relaxed_bg.wasm', 'thread.js', 'webert_wasm_threads.js', 'webert_wasm_threads_bg.wasm']) {
+  for (const f of ['package.json', 'README.md', 'webert.js', 'webert.d.ts', 'testing.js', 'testing.d.ts', 'sharing.js', 'host.js', 'lane.js', 'worker.js', 'handler.js', 'model.js', 'hooks.js', 'redact.js', 'runtime.js', 'pool.js', 'warmup.js', 'files.js', 'cache.js', 'tilings.js', 'watchdog.js', 'teach.js', 'tensor.js', 'progress.js', 'options.js', 'simd.js', 'webert_wasm.js', 'webert_wasm_bg.wasm', 'webert_wasm_relaxed_bg.wasm', 'thread.js', 'webert_wasm_threads.js', 'webert_wasm_threads_bg.wasm']) {
     assert.ok(files.includes(f), `${f} missing from the package: ${files}`);
+  }
+  // Every module of the package's source is packed (a new one left out of "files" breaks imports).
+  for (const f of readdirSync(join(ROOT, 'www/pkg-src')).filter((f) => f.endsWith('.js'))) {
+    assert.ok(files.includes(f), `${f} is in www/pkg-src but not in the package (package.json "files")`);
   }
   assert.deepEqual(Object.keys(JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").exports)'], { cwd: pkg }))), ['.', './testing', './webert_wasm_bg.wasm', './webert_wasm_relaxed_bg.wasm', './webert_wasm_threads_bg.wasm', './package.json']);
 });

@@ -36,6 +36,7 @@ before(async () => {
   hub = await serveHub({
     repos: {
       'test/tiny-seqcls': { dir: TINY },
+      'test/progress': { dir: TINY },
       'test/pii': { dir: join(MODELS, 'pii') },
       'sentence-transformers/all-mpnet-base-v2': { dir: join(ROOT, 'tests/tiny/mpnet-base-st') },
       'Xenova/nli-deberta-v3-xsmall': { dir: join(ROOT, 'tests/tiny/deberta-v3-seqcls') },
@@ -67,6 +68,8 @@ test('env has transformers.js names and defaults', async () => {
     allowRemoteModels: true,
     allowLocalModels: true, // in Node, as transformers.js
     localModelPath: '/models/',
+    useBrowserCache: true,
+    backends: { onnx: { wasm: {}, webgpu: {} } },
   });
 });
 
@@ -136,6 +139,65 @@ test("pipeline(task) with no model loads transformers.js's default id for the ta
     await assert.rejects(pipeline('embeddings'), /^Error: pipeline\('embeddings'\) with no model loads transformers\.js's default, onnx-community\/all-MiniLM-L6-v2-ONNX: .*env\.allowRemoteModels is false\. Pass a model/);
   } finally {
     env.allowRemoteModels = true;
+  }
+});
+
+test("progress_callback gets transformers.js's events: per file initiate, download, progress, done; progress_total; ready", async () => {
+  const seen = [];
+  const clf = await pipeline('text-classification', 'test/progress', { progress_callback: (e) => seen.push(e) });
+  const ours = seen.filter((e) => e.status);
+  const files = [...new Set(ours.filter((e) => e.file).map((e) => e.file))].sort();
+  assert.deepEqual(files, ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+  for (const file of files) {
+    const steps = ours.filter((e) => e.file === file);
+    assert.deepEqual(steps.slice(0, 2).map((e) => e.status), ['initiate', 'download'], file);
+    assert.equal(steps.at(-1).status, 'done', file);
+    const progress = steps.filter((e) => e.status === 'progress');
+    assert.ok(progress.length >= 1 && steps.slice(2, -1).every((e) => e.status === 'progress'), file);
+    const end = progress.at(-1);
+    assert.ok(end.total > 0 && end.loaded === end.total && end.progress === 100, `${file}: ${JSON.stringify(end)}`);
+    assert.ok(steps.every((e) => e.name === 'test/progress'));
+  }
+  const size = readFileSync(join(TINY, 'model.safetensors')).byteLength;
+  assert.equal(ours.filter((e) => e.file === 'model.safetensors' && e.status === 'progress').at(-1).total, size);
+  const totals = ours.filter((e) => e.status === 'progress_total');
+  assert.ok(totals.length > 0 && totals.at(-1).progress === 100 && totals.at(-1).files['model.safetensors'].total === size);
+  assert.deepEqual(ours.at(-1), { status: 'ready', task: 'text-classification', model: 'test/progress' });
+  assert.ok(seen.some((e) => e.stage === 'download'), "webert's own events come too");
+  clf.dispose();
+});
+
+test("pipeline options: transformers.js's names honoured or refused by name, misspelt keys refused", async () => {
+  await assert.rejects(pipeline('text-classification', TINY, { devcie: 'cpu' }), /unknown pipeline option `devcie` \(did you mean `device`\?\)/);
+  await assert.rejects(pipeline('text-classification', TINY, { session_options: {} }), /`session_options` is transformers\.js's, and webert does not run ONNX Runtime/);
+  const wasm = await pipeline('text-classification', TINY, { device: 'wasm' });
+  assert.equal(wasm.device, 'cpu');
+  wasm.dispose();
+  await assert.rejects(pipeline('text-classification', TINY, { device: 'gpu' }), /WebGPU is not available here/);
+  await assert.rejects(pipeline('text-classification', TINY, { device: 'webnn' }), /unknown device "webnn"/);
+  // A relative path from the wrong directory reads as an id: the error says both.
+  const calls = hub.log.length;
+  await assert.rejects(pipeline('ner', 'models/nothing-here'), /^Error: no folder models\/nothing-here in \/\S* \(read as a path, not a model id: the folder it would be in is here\)$/);
+  assert.equal(hub.log.length, calls, 'a path beside a folder is not asked of the hub');
+  await assert.rejects(pipeline('ner', 'org/nothing-here'), /^Error: no folder org\/nothing-here in \/\S*, and no model org\/nothing-here \(revision main\) on http:\/\/127\.0\.0\.1:\d+: config\.json not found/);
+  // local_files_only: an id found nowhere locally is an error, and the remote host is not asked.
+  const asked = hub.log.length;
+  await assert.rejects(pipeline('text-classification', 'test/pii', { local_files_only: true }), /model test\/pii .*not found locally .*local_files_only is set/);
+  assert.equal(hub.log.length, asked);
+  // model_file_name (+ dtype suffix, in subfolder onnx) picks the weights file, as transformers.js.
+  const before = gets(ETTIN, 'onnx/model_quantized.onnx').length;
+  const named = await pipeline('fill-mask', ETTIN, { model_file_name: 'model', dtype: 'q8' });
+  assert.equal(gets(ETTIN, 'onnx/model_quantized.onnx').length, before + 2); // the redirect and the CDN
+  named.dispose();
+  await assert.rejects(pipeline('fill-mask', ETTIN, { model_file_name: 'decoder', dtype: 'q8' }), /onnx\/decoder_quantized\.onnx/);
+  // env.backends.onnx.wasm.numThreads, as transformers.js code sets it, is the default thread count.
+  env.backends.onnx.wasm.numThreads = 1;
+  try {
+    const one = await pipeline('text-classification', TINY);
+    assert.equal(one.info.threads, 1);
+    one.dispose();
+  } finally {
+    delete env.backends.onnx.wasm.numThreads;
   }
 });
 

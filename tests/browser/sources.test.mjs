@@ -270,3 +270,16 @@ test("a server that answers every missing file with its index.html (Vite, SPA fa
     server.close();
   }
 });
+
+test("env.useBrowserCache = false (transformers.js's name) keeps downloads out of the Cache API", T, async () => {
+  env.useBrowserCache = false;
+  try {
+    const ok = await load('t/cache');
+    assert.equal(ok.error, undefined, ok.error);
+    assert.deepEqual(cachedUrls('t/cache'), []);
+  } finally {
+    env.useBrowserCache = true;
+  }
+  await load('t/cache');
+  assert.ok(cachedUrls('t/cache').length > 0, 'cached again by default');
+});

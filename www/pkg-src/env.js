@@ -15,6 +15,10 @@ export const env = {
   allowLocalModels: isNode,
   /** Where local copies of ids live: a URL path on the page's site, or a directory in Node. */
   localModelPath: '/models/',
+  /** `false`: pipelines default to `cache: false` (no Cache API). */
+  useBrowserCache: true,
+  /** transformers.js's ONNX Runtime settings; `onnx.wasm.numThreads` is the default `threads`. */
+  backends: { onnx: { wasm: {}, webgpu: {} } },
 };
 
 const HUB_URL = /^(?:https:\/\/)?(?:www\.)?(?:huggingface\.co|hf\.co)\/([\w.-]+\/[\w.-]+)(?:\/(?:tree|resolve)\/([^/]+))?\/?$/;

@@ -56,7 +56,7 @@ class Progress {
       b += f.bytes;
       t += f.total;
     }
-    this.report({ stage: 'download', file, bytes: b, total: t, cached });
+    this.report({ stage: 'download', file, bytes: b, total: t, fileBytes: bytes, fileTotal: Math.max(total, bytes), cached });
   }
   /** A warning that does not stop the load (the Cache API refused a file), also on the console. */
   warn(message) {
@@ -311,8 +311,8 @@ async function fromUrl(base, opts, progress, layout, label) {
         pages.push(name);
         if (optional) return null;
         const start = JSON.stringify(new TextDecoder().decode(body.subarray(0, 60)));
-        throw new Error(`${label ?? url}: the server answered ${name} with an HTML page (content-type ${res.headers.get('content-type')}, starts ${start}), not the file; ` +
-          `a server that answers a missing file with its index.html (Vite, SPA fallbacks) does that: check that ${url} exists`);
+        throw failure(`${label ?? url}: the server answered ${name} with an HTML page (content-type ${res.headers.get('content-type')}, starts ${start}), not the file; ` +
+          `a server that answers a missing file with its index.html (Vite, SPA fallbacks) does that: check that ${url} exists`, { notFound: true });
       }
       checkJson(name, body, res, label ?? url);
       return body;
@@ -394,7 +394,12 @@ async function fromHub(remote, opts, progress, layout) {
   const { hub } = opts;
   if (isNode && hub.path) {
     const fs = await import(/* @vite-ignore */ 'node:fs/promises');
-    if (await fs.stat(hub.path).then((s) => s.isDirectory(), () => false)) return fromNodeDir(hub.path, opts, progress, layout);
+    const isDir = (p) => fs.stat(p).then((s) => s.isDirectory(), () => false);
+    if (await isDir(hub.path)) return fromNodeDir(hub.path, opts, progress, layout);
+    // `models/minilm` beside a `models` folder is a path, whatever its shape: no Hub request.
+    if (hub.path.includes('/') && (await isDir(hub.path.slice(0, hub.path.lastIndexOf('/'))))) {
+      throw failure(`no folder ${hub.path} in ${globalThis.process.cwd()} (read as a path, not a model id: the folder it would be in is here)`, { notFound: true });
+    }
   }
   if (hub.local) {
     try {
@@ -410,9 +415,17 @@ async function fromHub(remote, opts, progress, layout) {
     }
   }
   if (!hub.remote) {
-    throw new Error(`${hub.label}: not found locally${hub.local ? ` (${hub.local})` : ''} and env.allowRemoteModels is false`);
+    throw new Error(`${hub.label}: not found locally${hub.local ? ` (${hub.local})` : ''} and ${hub.localOnly ? 'local_files_only is set' : 'env.allowRemoteModels is false'}`);
   }
-  return fromUrl(remote, opts, progress, layout, hub.label);
+  try {
+    return await fromUrl(remote, opts, progress, layout, hub.label);
+  } catch (e) {
+    if (!e.notFound || !hub.path) throw e;
+    // `models/pii` from the wrong directory reads as an id: say both what was looked for.
+    const cwd = globalThis.process?.cwd?.() ?? '.';
+    const why = e.message.startsWith(`${hub.label}: `) ? e.message.slice(hub.label.length + 2) : e.message;
+    throw failure(`no folder ${hub.path} in ${cwd}, and no ${hub.label}: ${why}`, { notFound: true });
+  }
 }
 
 /** Deletes cached model files: those under `base`, or all when no base is given. */

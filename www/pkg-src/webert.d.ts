@@ -25,18 +25,28 @@ export interface LoadProgress {
   /** Bytes read so far over all files, and their total as far as known. */
   bytes: number;
   total: number;
+  /** `download`: bytes of `file` read so far, and its size as far as known. */
+  fileBytes?: number;
+  fileTotal?: number;
   /** The file came from the Cache API, not the network. */
   cached?: boolean;
 }
+
+/** transformers.js's load events, which `progress_callback` gets besides webert's own. */
+export type TransformersProgress =
+  | { status: 'initiate' | 'download' | 'done'; name: string; file: string }
+  | { status: 'progress'; name: string; file: string; progress: number; loaded: number; total: number }
+  | { status: 'progress_total'; name: string; progress: number; loaded: number; total: number; files: Record<string, { loaded: number; total: number }> }
+  | { status: 'ready'; task: string; model: string };
 
 export interface PipelineOptions {
   /**
    * `'auto'` (default): WebGPU on a hardware adapter if it is faster than WebAssembly SIMD (one
    * forward of up to 128 tokens timed on each at load; see `ModelInfo.probe`), else WebAssembly
    * SIMD; a later GPU failure (device lost) switches to the CPU for good, and the call still
-   * answers. `'webgpu'`: any adapter, failures are errors. `'cpu'`: WebAssembly SIMD only.
+   * answers. `'webgpu'` (or `'gpu'`): any adapter, failures are errors. `'cpu'` (or `'wasm'`): WebAssembly SIMD only.
    */
-  device?: 'auto' | 'cpu' | 'webgpu';
+  device?: 'auto' | 'cpu' | 'webgpu' | 'wasm' | 'gpu';
   /**
    * How the CPU path computes with q4 weights (ONNX `MatMulNBits`). `'int'` (default): integer
    * dot products on the weights' 4-bit codes with activations quantized per row and block of
@@ -85,8 +95,8 @@ export interface PipelineOptions {
    */
   threads?: number;
   onProgress?: (p: LoadProgress) => void;
-  /** Same as `onProgress` (transformers.js name). */
-  progress_callback?: (p: LoadProgress) => void;
+  /** transformers.js's name: its events (`status`: initiate, download, progress, progress_total, done, ready) and webert's (`stage`). Ignored when `onProgress` is given. */
+  progress_callback?: (p: TransformersProgress | LoadProgress) => void;
   /** Cancels loading; the promise rejects with the signal's reason. */
   signal?: AbortSignal;
   /** Expected sha256 (hex) per file path, e.g. `{ 'onnx/model_q4.onnx': '9f27…' }`; checked before use. */
@@ -95,9 +105,14 @@ export interface PipelineOptions {
    * Which weights, by transformers.js's names: `fp32` (safetensors, else `onnx/model.onnx`),
    * `fp16` (`onnx/model_fp16.onnx`), `q8` (`onnx/model_quantized.onnx`), `int8`, `uint8`, `q4`,
    * `q4f16`, `bnb4` (`onnx/model_{dtype}.onnx`). Only that file is downloaded; a dtype the model
-   * lacks is an error naming those it has. Default: the most accurate weights present.
+   * lacks is an error naming those it has. Default (or `'auto'`): the most accurate weights present.
    */
-  dtype?: 'fp32' | 'fp16' | 'q8' | 'int8' | 'uint8' | 'q4' | 'q4f16' | 'bnb4';
+  dtype?: 'auto' | 'fp32' | 'fp16' | 'q8' | 'int8' | 'uint8' | 'q4' | 'q4f16' | 'bnb4';
+  /** transformers.js's: ids are looked up locally only (`env.localModelPath`), never fetched. */
+  local_files_only?: boolean;
+  /** transformers.js's: the weights are `{subfolder}/{model_file_name}{dtype suffix}.onnx` (default `onnx/model…`). */
+  model_file_name?: string;
+  subfolder?: string;
   /** Branch, tag or commit of a model id (default `'main'`). */
   revision?: string;
   /** Weight file to use instead of the preferred one, e.g. `'onnx/model_q4.onnx'`. */
@@ -578,4 +593,8 @@ export const env: {
   allowLocalModels: boolean;
   /** Default `'/models/'`: a URL path on the page's site, or a directory in Node. */
   localModelPath: string;
+  /** `false`: pipelines default to `cache: false` (default true). */
+  useBrowserCache: boolean;
+  /** transformers.js's ONNX Runtime settings: `onnx.wasm.numThreads` is the default `threads`; the rest is not read. */
+  backends: { onnx: { wasm: { numThreads?: number; [key: string]: unknown }; webgpu: Record<string, unknown> } };
 };

@@ -10,6 +10,8 @@ import { laneRequest } from './lane.js';
 import { webgpuAdapter } from './runtime.js';
 import { redact } from './redact.js';
 import { ENTRY, acquire, release } from './sharing.js';
+import { pipelineOptions } from './options.js';
+import { withTransformersEvents } from './progress.js';
 import { readHead, teach } from './teach.js';
 import { Tensor, cos_sim, tensorOf } from './tensor.js';
 
@@ -143,7 +145,8 @@ export async function pipeline(task, model, options = {}) {
   if (!(kind in RUNNERS)) {
     throw new Error(`unknown task "${task}"; supported: ${Object.keys(RUNNERS).join(', ')} (aliases: ${Object.keys(ALIASES).join(', ')})`);
   }
-  const { head, revision, ...rest } = options;
+  options = pipelineOptions(options);
+  const { head, revision, localOnly, ...rest } = options;
   const device = checkDevice(rest);
   const fallback = model == null ? DEFAULT_MODELS[kind] : null;
   if (model == null && !fallback) {
@@ -154,7 +157,7 @@ export async function pipeline(task, model, options = {}) {
     if (fallback.dtype && rest.dtype == null && rest.weights == null) rest.dtype = fallback.dtype;
   }
   try {
-    return await load(kind, model, options, rest, device, head, revision);
+    return await load(kind, model, options, rest, device, head, revision, localOnly);
   } catch (e) {
     if (!fallback || e?.name === 'AbortError') throw e;
     // Say where the model came from: the caller named none.
@@ -162,12 +165,14 @@ export async function pipeline(task, model, options = {}) {
   }
 }
 
-async function load(kind, model, options, rest, device, head, revision) {
+async function load(kind, model, options, rest, device, head, revision, localOnly) {
   if (rest.dtype != null && typeof rest.dtype !== 'string') throw new TypeError(`dtype must be a string such as 'q8' or 'fp32', got ${typeof rest.dtype}`);
   if (head != null && kind !== 'text-classification') throw new Error(`the head option is for text-classification, not ${kind}`);
   const headBytes = head == null ? null : await readHead(head);
-  const onProgress = options.onProgress ?? options.progress_callback;
+  // `progress_callback` (transformers.js's name) also gets transformers.js's events.
+  const onProgress = options.onProgress ?? (options.progress_callback && withTransformersEvents(options.progress_callback, typeof model === 'string' ? model : String(model?.href ?? 'files'), kind));
   const { source, hub } = resolveModel(model, revision ?? 'main');
+  if (hub && localOnly) Object.assign(hub, { remote: false, localOnly: true }); // transformers.js's local_files_only
   const entry = acquire(source, { ...rest, device, ...(hub && { hub }) }, onProgress);
   // Entities are what redact() takes: a model in a worker leaves this context without a module,
   // so start one for redact() while the model loads (in-thread models start it themselves).
@@ -197,7 +202,7 @@ export async function train(task, encoder, examples, options = {}) {
 /** The device option, checked along with `quantized`. */
 function checkDevice(options) {
   const device = options.device ?? 'auto';
-  if (!['auto', 'cpu', 'webgpu'].includes(device)) throw new Error(`unknown device "${device}"; use 'auto', 'cpu' or 'webgpu'`);
+  if (!['auto', 'cpu', 'webgpu'].includes(device)) throw new Error(`unknown device "${device}"; use 'auto', 'cpu' (or 'wasm') or 'webgpu' (or 'gpu')`);
   if (!['int', 'f32', undefined].includes(options.quantized)) throw new Error(`unknown quantized compute "${options.quantized}"; use 'int' or 'f32'`);
   return device;
 }

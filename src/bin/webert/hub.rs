@@ -48,8 +48,26 @@ impl Source {
             files::dtype_file(d)?;
         }
         let local = Path::new(&self.model);
+        // `models/minilm` beside a `models` folder is a path, whatever its shape.
+        let beside_a_folder = local
+            .parent()
+            .is_some_and(|p| !p.as_os_str().is_empty() && p.is_dir());
         match model_id(&self.model) {
-            Some(id) if !local.exists() => Hub::new(self, id)?.files(self.dtype.as_deref()),
+            Some(id) if !local.exists() && !beside_a_folder => Hub::new(self, id)?
+                .files(self.dtype.as_deref())
+                .map_err(|e| Error::Config {
+                    file: self.model.clone(),
+                    msg: format!("no local folder of that name here, and as a Hub id: {e}"),
+                }),
+            id if !local.exists() => Err(Error::Config {
+                file: self.model.clone(),
+                msg: match id {
+                    Some(_) => "no such folder (read as a path, not a Hub id: the folder it \
+                                would be in is here)"
+                        .into(),
+                    None => "no such folder".into(),
+                },
+            }),
             _ => ModelFiles::from_dir_dtype(local, self.dtype.as_deref()),
         }
     }

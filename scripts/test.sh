@@ -34,7 +34,7 @@ grep -q "test result: ok" <<<"$out" && grep -q "relaxed-simd int8 pairs" <<<"$ti
 # and fresh Vite / plain-ESM apps that install the `npm pack` tarball. Screenshots:
 # target/browser-artifacts/. Built with the test hooks (`webert/testing`), which the tests use.
 WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh
-node --test tests/browser/builds.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
+node --test tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
 node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
 node --test tests/browser/train.test.mjs
 node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/pretraining_demo.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs tests/browser/faults-browser.test.mjs tests/browser/soak.test.mjs

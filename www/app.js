@@ -238,8 +238,11 @@ function sync(tab) {
     $('#qa-notice').hidden = !!loaded.qa;
   }
   if (tab === 'pt') {
-    $('#pt-run').disabled = !loaded.pt;
-    $('#pt-nsp-run').disabled = !loaded.pt;
+    // Each button needs its own head: a masked LM has no NSP head, and the other way round.
+    $('#pt-run').disabled = !loaded.pt?.pipe.scorer;
+    $('#pt-nsp-run').disabled = !loaded.pt?.pipe.nsp;
+    $('#pt-nsp-run').title = loaded.pt && !loaded.pt.pipe.nsp ? `No next-sentence head: ${loaded.pt.pipe.nspError}` : '';
+    $('#pt-run').title = loaded.pt && !loaded.pt.pipe.scorer ? `No masked-LM head: ${loaded.pt.pipe.scorerError}` : '';
     $('#pt-notice').hidden = !!loaded.pt;
   }
   code(tab);
@@ -391,7 +394,7 @@ function renderEntities() {
     const label = e.entity_group ?? e.entity;
     const span = text.slice(e.start, e.end);
     const source = e.source ?? 'model';
-    body.append(el('tr', { dataset: { source } }, el('td', {}, label), el('td', {}, span), el('td', { class: 'num' }, e.score.toFixed(3)), el('td', { class: 'num' }, `${e.start}–${e.end}`), el('td', {}, source)));
+    body.append(el('tr', { dataset: { source } }, el('td', {}, label), el('td', { class: 'text' }, span), el('td', { class: 'num' }, e.score.toFixed(3)), el('td', { class: 'num' }, `${e.start}–${e.end}`), el('td', {}, source)));
     if (redacting || e.start < at) continue; // overlapping spans cannot both be marked
     out.append(text.slice(at, e.start));
     out.append(el('mark', {
@@ -642,11 +645,12 @@ const HUB_WEIGHTS = 'onnx/model_quantized.onnx'; // its file: the size shown bef
 // `?hub=URL` fetches them from another host with the Hub's URL layout (a mirror; the tests' mock).
 const hubHost = new URLSearchParams(location.search).get('hub');
 if (hubHost) env.remoteHost = hubHost;
+const hubName = hubHost ? new URL(hubHost, location.href).host : 'huggingface.co';
 
 function hubModels(tab, task) {
   const note = el('span', { class: 'hub-note' });
   const buttons = HUB_MODELS[tab].map(({ id, what }) => {
-    const b = el('button', { type: 'button', class: 'hub-model', dataset: { id }, title: `${id} from huggingface.co (${HUB_DTYPE}); not tested here` }, `${id} — ${what}`);
+    const b = el('button', { type: 'button', class: 'hub-model', dataset: { id }, title: `${id} from ${hubName} (${HUB_DTYPE}); not tested here` }, `${id} — ${what}`);
     b.addEventListener('click', () => choose(tab, task, id, `${id} (Hugging Face Hub, ${HUB_DTYPE})`, HUB_DTYPE, HUB_WEIGHTS));
     return b;
   });
@@ -654,8 +658,8 @@ function hubModels(tab, task) {
     const offline = navigator.onLine === false;
     for (const b of buttons) b.disabled = offline;
     note.textContent = offline
-      ? 'Unavailable: this page is offline, and these models download from huggingface.co.'
-      : 'Downloaded from huggingface.co on first use, then cached; known to fit this task, not tested here.';
+      ? `Unavailable: this page is offline, and these models download from ${hubName}.`
+      : `Downloaded from ${hubName} on first use, then cached; known to fit this task, not tested here.`;
   };
   addEventListener('online', update);
   addEventListener('offline', update);
@@ -788,6 +792,14 @@ $('#dtype').addEventListener('change', () => {
 });
 
 webgpuAdapter().then((a) => {
+  // No adapter: the WebGPU choice could only fail.
+  const any = $('#device option[value=webgpu]');
+  any.disabled = !a;
+  if (!a) any.textContent = 'WebGPU (not available here)';
+  if (!a && device() === 'webgpu') {
+    $('#device').value = 'auto';
+    $('#device').dispatchEvent(new Event('change'));
+  }
   const w = $('#webgpu');
   w.dataset.available = !!a;
   w.dataset.fallback = !!a?.isFallbackAdapter;

@@ -485,6 +485,15 @@ test('keyboard: arrow keys move between tabs; phone width screenshots', T, async
     await page.click(`#tab-${tab}`);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${tab}: the page is ${overflow}px wider than a phone`);
+    // No word broken across lines ("mode/l") in the tables, apart from the entity's own text.
+    const broken = await page.evaluate((t) => [...document.querySelectorAll(`#panel-${t} :is(th, td):not(.text)`)]
+      .filter((c) => c.getClientRects().length && c.textContent.trim() && !/\s/.test(c.textContent.trim()))
+      .filter((c) => {
+        const r = document.createRange();
+        r.selectNodeContents(c);
+        return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size > 1;
+      }).map((c) => c.textContent), tab);
+    assert.deepEqual(broken, [], `${tab}: words broken across lines at 390 px`);
     await page.screenshot({ path: join(ARTIFACTS, `phone-${tab}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1100, height: 900 });
@@ -530,6 +539,8 @@ test('without WebGPU the page says so and runs on the CPU', T, async () => {
     await b.page.waitForFunction(() => document.querySelector('#webgpu').dataset.available !== undefined);
     assert.equal(await b.page.$eval('#webgpu', (e) => e.dataset.available), 'false');
     assert.match(await b.page.textContent('#webgpu'), /not available/);
+    // The WebGPU choice could only fail here: it is off, and says why.
+    assert.deepEqual(await b.page.$eval('#device option[value=webgpu]', (o) => [o.disabled, o.textContent]), [true, 'WebGPU (not available here)']);
     const c = golden('pii.json').cases[0];
     await b.page.fill('#ner-text', c.text);
     await b.page.uncheck('#ner-patterns'); // the goldens are the model's own output
@@ -679,6 +690,8 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
       assert.match(r.timed.error, /no timestamp queries to time GEMM tilings/);
     } else {
       assert.match(r.timed.backend, /^gpu .*timed GEMM tiles/);
+      // Named as `pipe.adapter` names it, not the engine's 'unnamed adapter'.
+      assert.match(r.timed.backend, /^gpu google swiftshader/i);
       assert.match(r.timed.again, /^gpu /);
       assert.deepEqual(r.timed.entities.map((e) => e.slice(0, 3)), r.cpu.entities.map((e) => e.slice(0, 3)));
       r.timed.entities.forEach((e, i) => assert.ok(Math.abs(e[3] - r.cpu.entities[i][3]) < 1e-3, `score ${i}`));

@@ -174,6 +174,11 @@ test('demo: the fluency entry (a ModernBERT masked LM by id) ranks sentences', T
   await demo.click('#panel-pt > summary');
   await demo.click('#panel-pt .hub-model[data-id="onnx-community/ettin-encoder-32m-ONNX"]');
   await demo.waitForFunction(() => !document.querySelector('#pt-run').disabled, null, { timeout: 120_000 });
+  // A masked LM has no next-sentence head: that button stays off, saying why.
+  assert.equal(await demo.isDisabled('#pt-nsp-run'), true);
+  assert.match(await demo.getAttribute('#pt-nsp-run', 'title'), /^No next-sentence head: /);
+  // The Hub notes name the host the models come from (?hub=), not huggingface.co.
+  assert.match(await demo.textContent('#panel-pt .hub-note'), new RegExp(`Downloaded from ${new URL(hub.url).host} on first use`));
   await demo.click('#pt-run');
   await demo.waitForFunction(() => document.querySelectorAll('#pt-out li').length === 3
     || !document.querySelector('#pt-error').hidden, null, { timeout: 120_000 });

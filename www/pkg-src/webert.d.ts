@@ -248,9 +248,11 @@ export interface TextClassificationOptions extends CallControl {
   truncation?: Truncation;
 }
 export type TextInput = string | { text: string; text_pair?: string | null };
+/** A batch with `top_k` 1 (the default) gives each text's best label in one list, as transformers.js; with more, a list per text. */
 export interface TextClassificationPipeline extends PipelineBase {
   (input: TextInput, options?: TextClassificationOptions): Promise<WithMeta<LabelScore[]>>;
-  (input: TextInput[], options?: TextClassificationOptions): Promise<WithMeta<LabelScore[][]>>;
+  (input: TextInput[], options?: TextClassificationOptions & { top_k?: 1 }): Promise<WithMeta<LabelScore[]>>;
+  (input: TextInput[], options: TextClassificationOptions & { top_k: number | null }): Promise<WithMeta<LabelScore[][]>>;
 }
 
 export interface TokenClassificationOptions extends CallControl {

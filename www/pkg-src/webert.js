@@ -79,7 +79,10 @@ const RUNNERS = {
     const items = (Array.isArray(input) ? input : [input]).map((x) =>
       typeof x === 'string' ? { text: text(x) } : { text: text(x?.text), text_pair: x.text_pair == null ? undefined : text(x.text_pair, 'text_pair') },
     );
-    return run({ top_k: 1, ...o, inputs: items }, !Array.isArray(input));
+    const top1 = (o.top_k === undefined ? 1 : o.top_k) === 1;
+    if (!Array.isArray(input) || !top1) return run({ top_k: 1, ...o, inputs: items }, !Array.isArray(input));
+    // A batch with top_k 1: the best label of each text, one list (transformers.js's shape).
+    return reshaped(run({ ...o, top_k: 1, inputs: items }, false), (all) => all.map((labels) => labels[0]));
   },
   'token-classification': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   // (question, context), ({ question, context }), or arrays of either: top_k 1 gives the answer
@@ -220,6 +223,9 @@ async function build(kind, entry, info, device, headBytes = null) {
     throw new Error(`this model cannot do ${kind}: it is a ${info.model_type} model with a ${info.task} head`);
   }
   const { host } = entry;
+  // In a browser the engine cannot see the adapter's name (wgpu gets an empty one); the page can.
+  const named = (b) => (info.adapter && typeof b === 'string' ? b.replace('unnamed adapter', info.adapter) : b);
+  info.backend = named(info.backend);
   let head = null;
   if (headBytes) {
     try {
@@ -241,10 +247,10 @@ async function build(kind, entry, info, device, headBytes = null) {
     const watched = !!(signal || onProgress);
     const lane = watched ? undefined : () => laneRequest('call', wasmTask, JSON.stringify(request));
     const { value, ms, backend, gpu_failure } = await host.send({ op: 'call', task: wasmTask, request, watched }, { lane, onProgress, signal });
-    state.backend = backend;
+    state.backend = named(backend);
     state.gpu_failure = gpu_failure;
     const extra = wasmTask === 'zero-shot-classification' ? { method: info.zero_shot } : {};
-    return withMeta(single ? value[0] : value, { backend, ms, wall_ms: performance.now() - t0, ...extra });
+    return withMeta(single ? value[0] : value, { backend: state.backend, ms, wall_ms: performance.now() - t0, ...extra });
   };
   const state = { backend: info.backend, gpu_failure: info.gpu_failure };
   const trained = head && call('trained-classification');

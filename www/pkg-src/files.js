@@ -288,6 +288,7 @@ async function fromUrl(base, opts, progress, layout, label) {
   const files = new Map();
   // Files a server answered with a web page: absent when optional, an error when needed.
   const pages = [];
+  const written = []; // cached by this load: a load that makes no model keeps none of them
 
   // One file: from the cache when whole and its hash (if given) still matches, else from the network.
   const load = async (name, optional) => {
@@ -320,6 +321,7 @@ async function fromUrl(base, opts, progress, layout, label) {
     if (!bytes) return false;
     await checkHash(name, bytes, opts.sha256, url);
     await cache?.write(url, bytes);
+    written.push(url);
     files.set(name, bytes);
     return true;
   };
@@ -332,10 +334,15 @@ async function fromUrl(base, opts, progress, layout, label) {
   } else {
     // config.json first: its absence says best that this is no model folder.
     const [first, ...required] = layout.required;
-    await load(first, false);
-    const optional = layout.text.filter((n) => !layout.required.includes(n));
-    await Promise.all([...required.map((n) => load(n, false)), ...optional.map((n) => load(n, true))]);
-    await findWeights(opts, load, root, layout, label, pages);
+    try {
+      await load(first, false);
+      const optional = layout.text.filter((n) => !layout.required.includes(n));
+      await Promise.all([...required.map((n) => load(n, false)), ...optional.map((n) => load(n, true))]);
+      await findWeights(opts, load, root, layout, label, pages);
+    } catch (e) {
+      await Promise.all(written.map((url) => cache?.delete(url).catch(() => {})));
+      throw e;
+    }
     await cache?.setManifest(manifestUrl, key, [...files.keys()]);
   }
   const order = [...files.keys()].sort();

@@ -664,7 +664,8 @@ impl Engine {
         let enc = self.tokenizer.encode(text, pair)?;
         if enc.len() > max_len {
             return Err(Error::Input(format!(
-                "input is {} tokens; the model takes at most {max_len} (enable truncation to cut it)",
+                "input is {} tokens; the model takes at most {max_len} (to cut it there: \
+                 `truncation: true` in JS, --truncate in the CLI)",
                 enc.len()
             )));
         }

@@ -160,6 +160,11 @@ fn wrong_task_and_bad_options_are_errors() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("2002 tokens") && err.contains("512"), "{err}");
+    // The message names the option that cuts it, in both faces.
+    assert!(
+        err.contains("`truncation: true` in JS, --truncate in the CLI"),
+        "{err}"
+    );
     let opts = embed::EmbedOptions {
         truncation: Some(usize::MAX),
         ..Default::default()

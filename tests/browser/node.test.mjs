@@ -385,7 +385,7 @@ test('errors are Error objects with clear messages', async () => {
   await bad('strategy', pii('hi', { aggregation_strategy: 'best' }), /token-classification options: unknown value `best`, expected one of `none`, `simple`, `first`, `average`, `max`$/);
   await bad('not text', pii(42), /text must be a string/);
   const long = 'word '.repeat(600);
-  await bad('too long', minilm(long), /input is \d+ tokens; the model takes at most 512/);
+  await bad('too long', minilm(long), /input is \d+ tokens; the model takes at most 512 \(to cut it there: `truncation: true` in JS, --truncate in the CLI\)/);
   assert.deepEqual((await minilm(long, { truncation: true, pooling: 'mean' })).dims, [1, 384]);
   const ac = new AbortController();
   const loading = pipeline('ner', `${server.url}models/pii/`, { signal: ac.signal, cache: false });

@@ -621,11 +621,8 @@ mod cli {
         if a.corpus.active() {
             report(&engine);
             return super::corpus::run(&a.corpus, &a.c.text, async |items| {
-                let mut out = Vec::with_capacity(items.len());
-                for item in items {
-                    out.push(ner::ner(&engine, &item.text, &opts).await?);
-                }
-                Ok(out)
+                let texts: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
+                ner::ner_many(&engine, &texts, &opts).await
             })
             .await;
         }
@@ -652,8 +649,7 @@ mod cli {
             entities: Vec<ner::Entity>,
         }
         let engine = load(&a.c).await?;
-        let one = async |t: &str| -> Result<Out> {
-            let entities = ner::ner(&engine, t, &opts).await?;
+        let one = |t: &str, entities: Vec<ner::Entity>| -> Result<Out> {
             let targets: Vec<redact::Target> = entities.iter().map(Into::into).collect();
             let text = redact::redact(t, &targets, &style)?.text;
             Ok(Out { text, entities })
@@ -661,17 +657,16 @@ mod cli {
         if a.corpus.active() {
             report(&engine);
             return super::corpus::run(&a.corpus, &a.c.text, async |items| {
-                let mut out = Vec::with_capacity(items.len());
-                for item in items {
-                    out.push(one(&item.text).await?);
-                }
-                Ok(out)
+                let texts: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
+                let found = ner::ner_many(&engine, &texts, &opts).await?;
+                texts.iter().zip(found).map(|(t, e)| one(t, e)).collect()
             })
             .await;
         }
         let mut out = Vec::new();
         for t in texts(&a.c)? {
-            out.push(one(&t).await?);
+            let entities = ner::ner(&engine, &t, &opts).await?;
+            out.push(one(&t, entities)?);
         }
         print(&engine, out)
     }

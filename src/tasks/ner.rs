@@ -4,7 +4,7 @@
 
 use super::patterns::{self, Patterns};
 use super::{argmax, softmax};
-use crate::engine::{Engine, Want};
+use crate::engine::{Engine, Want, WindowOutput};
 use crate::error::Result;
 use crate::model::{Architecture, Windowing};
 use serde::Serialize;
@@ -99,25 +99,63 @@ struct Tagged {
 }
 
 pub async fn ner(engine: &Engine, text: &str, opts: &NerOptions) -> Result<Vec<Entity>> {
+    let mut all = ner_many(engine, &[text], opts).await?;
+    Ok(all.swap_remove(0))
+}
+
+/// The entities of each text, every window of every text in one batch (short texts: one forward
+/// for all of them instead of one each).
+pub async fn ner_many(
+    engine: &Engine,
+    texts: &[&str],
+    opts: &NerOptions,
+) -> Result<Vec<Vec<Entity>>> {
     engine.require(Architecture::TokenClassification, "token-classification")?;
     let max_len = opts
         .max_len
         .unwrap_or(engine.max_len())
         .min(engine.max_len());
-    let windows = engine.tokenizer.encode_windows(
-        text,
-        None,
-        Windowing {
-            max_len,
-            stride: opts.stride,
-            only_second: false,
-        },
-    )?;
+    let windowing = Windowing {
+        max_len,
+        stride: opts.stride,
+        only_second: false,
+    };
+    let mut windows = Vec::new();
+    let mut counts = Vec::with_capacity(texts.len());
+    for text in texts {
+        let w = engine.tokenizer.encode_windows(text, None, windowing)?;
+        counts.push(w.len());
+        windows.extend(w);
+    }
     let outs = engine.run(&windows, Want::Logits, &[]).await?;
+    let mut at = 0;
+    let mut answers = Vec::with_capacity(texts.len());
+    for (text, n) in texts.iter().zip(counts) {
+        let range = at..at + n;
+        at += n;
+        answers.push(entities(
+            engine,
+            text,
+            &windows[range.clone()],
+            &outs[range],
+            opts,
+        ));
+    }
+    Ok(answers)
+}
+
+/// One text's entities from its windows' logits.
+fn entities(
+    engine: &Engine,
+    text: &str,
+    windows: &[tokenizers::Encoding],
+    outs: &[WindowOutput],
+    opts: &NerOptions,
+) -> Vec<Entity> {
     let chars: Vec<char> = text.chars().collect();
     let labels = engine.config.labels(engine.config.id2label.len().max(1));
     let mut all = Vec::new();
-    for (enc, out) in windows.iter().zip(&outs) {
+    for (enc, out) in windows.iter().zip(outs) {
         let n_labels = out.logits.len() / enc.len().max(1);
         let labels = if labels.len() == n_labels {
             labels.clone()
@@ -142,10 +180,10 @@ pub async fn ner(engine: &Engine, text: &str, opts: &NerOptions) -> Result<Vec<E
     } else {
         all
     };
-    Ok(match &opts.patterns {
+    match &opts.patterns {
         Some(p) if !p.is_empty() => patterns::merge(text, all, p.find(text)),
         _ => all,
-    })
+    }
 }
 
 fn pre_entities(

@@ -79,10 +79,10 @@ const RUNNERS = {
     const items = (Array.isArray(input) ? input : [input]).map((x) =>
       typeof x === 'string' ? { text: text(x) } : { text: text(x?.text), text_pair: x.text_pair == null ? undefined : text(x.text_pair, 'text_pair') },
     );
-    const top1 = (o.top_k === undefined ? 1 : o.top_k) === 1;
-    if (!Array.isArray(input) || !top1) return run({ top_k: 1, ...o, inputs: items }, !Array.isArray(input));
+    const answer = run({ top_k: 1, ...o, inputs: items }, !Array.isArray(input));
     // A batch with top_k 1: the best label of each text, one list (transformers.js's shape).
-    return reshaped(run({ ...o, top_k: 1, inputs: items }, false), (all) => all.map((labels) => labels[0]));
+    const bestOfEach = Array.isArray(input) && (o.top_k === undefined || o.top_k === 1);
+    return bestOfEach ? reshaped(answer, (all) => all.map((labels) => labels[0])) : answer;
   },
   'token-classification': (run) => async (input, o = {}) => run({ ...o, texts: texts(input) }, !Array.isArray(input)),
   // (question, context), ({ question, context }), or arrays of either: top_k 1 gives the answer

@@ -7,7 +7,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::time::Instant;
 use webert::{Error, Result};
 
@@ -85,37 +85,29 @@ fn parse(line: usize, raw: &str) -> std::result::Result<Item, (Option<Value>, St
 
 /// The last input line `path` already answers, after cutting a partial last line off it.
 fn answered(path: &str) -> Result<usize> {
-    let mut f = match OpenOptions::new().read(true).write(true).open(path) {
+    let f = match OpenOptions::new().read(true).write(true).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(io(path, e)),
     };
-    let mut text = String::new();
-    f.read_to_string(&mut text).map_err(|e| io(path, e))?;
-    let mut last = 0;
-    let mut whole = 0; // bytes up to the end of the last complete record
-    for (at, line) in text.split_inclusive('\n').scan(0, |at, l| {
-        let start = *at;
-        *at += l.len();
-        Some((start + l.len(), l))
-    }) {
-        let record = line
-            .ends_with('\n')
-            .then(|| serde_json::from_str::<Value>(line).ok());
-        match record
-            .flatten()
-            .and_then(|v| v.get("line").and_then(Value::as_u64))
-        {
-            Some(n) => {
-                last = n as usize;
-                whole = at;
-            }
-            None => break,
+    // Streamed, so that resuming a large output takes no more memory than a line.
+    let mut reader = BufReader::new(&f);
+    let (mut last, mut read, mut whole) = (0, 0u64, 0u64);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(|e| io(path, e))?;
+        read += n as u64;
+        let record = (line.ends_with('\n'))
+            .then(|| serde_json::from_str::<Value>(&line).ok())
+            .flatten();
+        match record.and_then(|v| v.get("line").and_then(Value::as_u64)) {
+            Some(k) if n > 0 => (last, whole) = (k as usize, read),
+            _ => break,
         }
     }
-    if whole < text.len() {
-        f.set_len(whole as u64).map_err(|e| io(path, e))?;
-        f.seek(SeekFrom::End(0)).map_err(|e| io(path, e))?;
+    if whole < f.metadata().map_err(|e| io(path, e))?.len() {
+        f.set_len(whole).map_err(|e| io(path, e))?;
     }
     Ok(last)
 }

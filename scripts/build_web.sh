@@ -9,9 +9,10 @@
 # and the JS wrapper, worker and types from www/pkg-src. Prints the .wasm sizes raw and gzipped.
 # WEBERT_WEB_FEATURES: cargo features for all three builds, e.g. `test-hooks` (the wasm side of
 # the package's `webert/testing` entry point; scripts/test.sh builds with it).
-# `--if-changed` (scripts/demo.sh): keep the .wasm files and their glue when a stamp of every
-# input (sources, shaders, Cargo files, these scripts, features, tool versions) equals the one
-# they were built from; the JS is copied again either way.
+# `--if-changed` (scripts/demo.sh, scripts/test.sh): keep the .wasm files and their glue when a
+# stamp of every input (sources, shaders, Cargo files, these scripts, features, tool versions)
+# equals the one they were built from, in www/pkg or in the copy of the last build with these
+# features (target/web-builds/); the JS is copied again either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if_changed=false
@@ -29,13 +30,23 @@ stamp=$( {
     LC_ALL=C sort | xargs sha256sum
   echo "features=${WEBERT_WEB_FEATURES:-} rustflags=${RUSTFLAGS:-} $(rustc -V) wasm-bindgen=$have wasm-opt=$([ -x "$opt" ] && echo yes)"
 } | sha256sum | cut -d' ' -f1)
-built=true
-for f in webert_wasm.js webert_wasm_threads.js webert_wasm_bg.wasm webert_wasm_relaxed_bg.wasm webert_wasm_threads_bg.wasm; do
-  [ -f "$out/$f" ] || built=false
-done
-if $if_changed && $built && [ "$(cat "$out/.wasm-stamp" 2>/dev/null)" = "$stamp" ]; then
-  echo "wasm builds are up to date (same inputs as $out/.wasm-stamp): JS only"
-  find "$out" -maxdepth 1 -type f ! -name 'webert_wasm*' ! -name .wasm-stamp -delete
+# The last build of each feature set is kept beside the others (the demo's and the tests' differ:
+# scripts/demo.sh after scripts/test.sh swaps builds instead of rebuilding).
+saved="target/web-builds/${WEBERT_WEB_FEATURES:-default}"
+wasm_files=(webert_wasm.js webert_wasm_threads.js webert_wasm_bg.wasm webert_wasm_relaxed_bg.wasm webert_wasm_threads_bg.wasm)
+built() {
+  for f in "${wasm_files[@]}"; do [ -f "$1/$f" ] || return 1; done
+  [ "$(cat "$1/.wasm-stamp" 2>/dev/null)" = "$stamp" ]
+}
+if $if_changed && { built "$out" || built "$saved"; }; then
+  if built "$out"; then
+    echo "wasm builds are up to date (same inputs as $out/.wasm-stamp): JS only"
+    find "$out" -maxdepth 1 -type f ! -name 'webert_wasm*' ! -name .wasm-stamp -delete
+  else
+    echo "wasm builds of these inputs kept in $saved: copied, JS only"
+    rm -rf "$out" && mkdir -p "$out"
+    for f in "${wasm_files[@]}" .wasm-stamp; do cp "$saved/$f" "$out/"; done
+  fi
   cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
   echo "$out ready"
   exit 0
@@ -95,6 +106,8 @@ for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxe
 done
 cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
 echo "$stamp" >"$out/.wasm-stamp"
+rm -rf "$saved" && mkdir -p "$saved"
+for f in "${wasm_files[@]}" .wasm-stamp; do cp "$out/$f" "$saved/"; done
 for f in "$out"/*.wasm; do
   echo "$f: $(stat -c %s "$f") bytes raw, $(gzip -9c "$f" | wc -c) gzip -9"
 done

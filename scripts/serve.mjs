@@ -5,7 +5,7 @@
 //   node scripts/serve.mjs [--port 8080] [--root www] [--models models]
 import { createServer } from 'node:http';
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -25,8 +25,12 @@ const TYPES = {
   '.ts': 'text/plain; charset=utf-8',
 };
 
-/** Serves `mounts` ({ '/prefix/': directory }, longest prefix wins); resolves to { url, close }. */
-export function serve({ mounts, port = 0 }) {
+/**
+ * Serves `mounts` ({ '/prefix/': directory }, longest prefix wins); resolves to { url, close }.
+ * `fallback`: a file answered, 200 and as HTML, for every path that is not there, as single-page
+ * app servers do (Vite, Netlify/Vercel rewrites), to test that webert tells such a page from a file.
+ */
+export function serve({ mounts, port = 0, fallback = null }) {
   const table = Object.entries(mounts)
     .map(([prefix, dir]) => [prefix, resolve(dir)])
     .sort((a, b) => b[0].length - a[0].length);
@@ -48,8 +52,13 @@ export function serve({ mounts, port = 0 }) {
     } catch {
       return fail(400, 'bad path');
     }
+    const spa = async () => {
+      const body = await readFile(fallback);
+      res.writeHead(200, { ...headers, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.byteLength });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    };
     const mount = table.find(([prefix]) => path.startsWith(prefix) || `${path}/` === prefix);
-    if (!mount) return fail(404, 'not found');
+    if (!mount) return fallback ? spa() : fail(404, 'not found');
     const [prefix, dir] = mount;
     let file = normalize(join(dir, path.slice(prefix.length)));
     if (file !== dir && !file.startsWith(dir + sep)) return fail(403, 'forbidden');
@@ -68,6 +77,7 @@ export function serve({ mounts, port = 0 }) {
       if (req.method === 'HEAD') return res.end();
       createReadStream(file).on('error', () => res.destroy()).pipe(res);
     } catch {
+      if (fallback) return spa().catch(() => fail(404, 'not found'));
       fail(404, 'not found');
     }
   });

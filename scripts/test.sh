@@ -33,7 +33,7 @@ grep -q "test result: ok" <<<"$out" && grep -q "relaxed-simd int8 pairs" <<<"$ti
 # then in headless Chromium: the demo page's tabs, 100 overlapping calls, offline, no WebGPU,
 # and fresh Vite / plain-ESM apps that install the `npm pack` tarball. Screenshots:
 # target/browser-artifacts/. Built with the test hooks (`webert/testing`), which the tests use.
-WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh
+WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh --if-changed
 node --test tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
 node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
 node --test tests/browser/train.test.mjs

@@ -663,11 +663,7 @@ impl Engine {
         }
         let enc = self.tokenizer.encode(text, pair)?;
         if enc.len() > max_len {
-            return Err(Error::Input(format!(
-                "input is {} tokens; the model takes at most {max_len} (to cut it there: \
-                 `truncation: true` in JS, --truncate in the CLI)",
-                enc.len()
-            )));
+            return Err(too_long(enc.len(), max_len));
         }
         Ok(enc)
     }
@@ -863,6 +859,15 @@ fn now_ms() -> f64 {
         .elapsed()
         .as_secs_f64()
         * 1e3
+}
+
+/// The one error of every task that reads a whole input at once (classification, features,
+/// zero-shot, fill-mask, …) when it is longer than the model takes and no truncation was asked.
+pub fn too_long(len: usize, max_len: usize) -> Error {
+    Error::Input(format!(
+        "input is {len} tokens; the model takes at most {max_len} (to cut it there: \
+         `truncation: true` in JS, --truncate in the CLI)"
+    ))
 }
 
 #[cfg(test)]

@@ -143,6 +143,7 @@ fn wrong_task_and_bad_options_are_errors() {
     let bad_template = zero_shot::ZeroShotOptions {
         hypothesis_template: "no slot".into(),
         multi_label: false,
+        truncation: None,
     };
     assert!(block_on(zero_shot::zero_shot(&e, "text", &["a"], &bad_template)).is_err());
     let pooling = webert::error::parse_name::<embed::Pooling>("pooling", "median").unwrap_err();
@@ -263,13 +264,11 @@ fn hostile_texts_never_panic() {
         let _ = block_on(qa::answer(&qa_model, "who?", t, &Default::default()));
         let _ = block_on(qa::answer(&qa_model, t, "context", &Default::default()));
         let _ = block_on(fill_mask::fill_mask(&splade, t, 3, trunc));
-        block_on(zero_shot::zero_shot(
-            &minilm,
-            t,
-            &["a", t],
-            &Default::default(),
-        ))
-        .unwrap();
+        let zs = zero_shot::ZeroShotOptions {
+            truncation: trunc,
+            ..Default::default()
+        };
+        block_on(zero_shot::zero_shot(&minilm, t, &["a", t], &zs)).unwrap();
     }
 }
 

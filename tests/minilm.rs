@@ -134,6 +134,7 @@ fn zero_shot_matches_reference_formula() {
             let opts = ZeroShotOptions {
                 hypothesis_template: str_of(g, "hypothesis_template").into(),
                 multi_label: multi,
+                truncation: None,
             };
             let got = block_on(zero_shot(&e, str_of(case, "sequence"), &labels, &opts)).unwrap();
             let want_labels: Vec<&str> = case[key]["labels"]
@@ -151,4 +152,31 @@ fn zero_shot_matches_reference_formula() {
             assert_close(key, &scores, &floats(&case[key]["scores"]), 1e-4);
         }
     }
+}
+
+#[test]
+fn zero_shot_by_similarity_refuses_a_long_text_unless_asked_to_cut() {
+    let e = engine(&model_dir("minilm"));
+    let long = "A quiet morning by the lake. ".repeat(150);
+    let err = block_on(zero_shot(
+        &e,
+        &long,
+        &["nature", "finance"],
+        &ZeroShotOptions::default(),
+    ))
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("`truncation: true` in JS"),
+        "{err}"
+    );
+    let cut = ZeroShotOptions {
+        truncation: Some(usize::MAX),
+        ..ZeroShotOptions::default()
+    };
+    assert_eq!(
+        block_on(zero_shot(&e, &long, &["nature", "finance"], &cut))
+            .unwrap()
+            .len(),
+        2
+    );
 }

@@ -30,6 +30,8 @@ fn check(e: &Engine, what: &str) {
             let opts = ZeroShotOptions {
                 hypothesis_template: template.into(),
                 multi_label: multi,
+                // HF's pipeline cuts the premise (`truncation="only_first"`); webert when asked.
+                truncation: Some(usize::MAX),
             };
             let got = block_on(zero_shot_many(e, &texts, &labels, &opts)).unwrap();
             for (i, r) in case["results"].as_array().unwrap().iter().enumerate() {
@@ -93,10 +95,38 @@ fn a_hypothesis_that_leaves_the_premise_no_room_is_an_error() {
     let opts = ZeroShotOptions {
         hypothesis_template: format!("{} {{}}", "word ".repeat(600)),
         multi_label: false,
+        truncation: Some(usize::MAX),
     };
     let err = block_on(zero_shot_many(&e, &["a short premise"], &["news"], &opts)).unwrap_err();
     assert!(
         err.to_string().contains("tokens) cannot make it fit"),
         "{err}"
     );
+}
+
+#[test]
+fn a_premise_longer_than_the_model_takes_needs_truncation_as_every_task() {
+    let e = engine(nli_dir());
+    let long = "The committee met again on Tuesday. ".repeat(120);
+    let refuse = ZeroShotOptions::default();
+    let err = block_on(zero_shot_many(
+        &e,
+        &[&long],
+        &["politics", "sport"],
+        &refuse,
+    ))
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("`truncation: true` in JS, --truncate in the CLI"),
+        "{err}"
+    );
+    let cut = ZeroShotOptions {
+        truncation: Some(usize::MAX),
+        ..ZeroShotOptions::default()
+    };
+    let ranked = block_on(zero_shot_many(&e, &[&long], &["politics", "sport"], &cut)).unwrap();
+    assert_eq!(ranked[0].len(), 2);
+    let sum: f32 = ranked[0].iter().map(|l| l.score).sum();
+    assert!((sum - 1.0).abs() < 1e-4, "{sum}");
 }

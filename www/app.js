@@ -354,8 +354,8 @@ function code(tab) {
   const call = {
     ner: () => `const entities = await pipe(text, ${js({ aggregation_strategy: $('#ner-agg').value, ...($('#ner-patterns').checked && { patterns: true }) })});`,
     cls: () => task === 'text-classification'
-      ? 'const labels = await pipe(text, { top_k: null });'
-      : `const { labels, scores } = await pipe(text, ${js(clsLabels())}, ${js({ multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value })});\n// how they were scored (.method): '${mode ?? 'similarity'}'`,
+      ? 'const labels = await pipe(text, { top_k: null, truncation: true }); // truncation: texts past the model\'s limit are cut, not refused'
+      : `const { labels, scores } = await pipe(text, ${js(clsLabels())}, ${js({ multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value, truncation: true })});\n// how they were scored (.method): '${mode ?? 'similarity'}'; truncation: texts past the model's limit are cut, not refused`,
     qa: () => 'const answers = await pipe(question, context, { top_k: 3 });',
     sim: () => 'const ranked = await pipe.rank(query, sentences); // [{ corpus_id, score, text }], best first',
   }[tab];
@@ -434,8 +434,8 @@ action('cls', '#cls-run', async (model, watch) => {
   const text = $('#cls-text').value;
   const clf = teaching() ? await taught(model) : model;
   const result = teaching() || loaded.cls.mode === 'classifier'
-    ? await clf(text, { top_k: null, ...(teaching() ? {} : watch) })
-    : await clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value, ...watch });
+    ? await clf(text, { top_k: null, truncation: true, ...(teaching() ? {} : watch) })
+    : await clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value, truncation: true, ...watch });
   // Zero-shot answers `{ sequence, labels, scores }`, a classifier `[{ label, score }]`.
   const rows = Array.isArray(result) ? result : result.labels.map((label, i) => ({ label, score: result.scores[i] }));
   renderBars('#cls-out', rows.map((r) => ({ ...r, dataset: { label: r.label } })));

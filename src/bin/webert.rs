@@ -556,6 +556,7 @@ mod cli {
         let zs = zero_shot::ZeroShotOptions {
             hypothesis_template: a.hypothesis_template.clone(),
             multi_label: a.multi_label,
+            truncation: a.c.truncation(),
         };
         let method = zero_shot::method(&engine);
         // One answer per item, the same in both modes: a taught head, zero-shot, or the model's own.

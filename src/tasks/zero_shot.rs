@@ -22,6 +22,9 @@ pub const SCALE: f32 = 20.0;
 pub struct ZeroShotOptions {
     pub hypothesis_template: String,
     pub multi_label: bool,
+    /// As for the other tasks: `None` refuses a text longer than the model takes, a length cuts
+    /// the text (never the hypothesis) there.
+    pub truncation: Option<usize>,
 }
 
 impl Default for ZeroShotOptions {
@@ -29,6 +32,7 @@ impl Default for ZeroShotOptions {
         ZeroShotOptions {
             hypothesis_template: "This example is {}.".into(),
             multi_label: false,
+            truncation: None,
         }
     }
 }
@@ -94,11 +98,11 @@ pub async fn zero_shot_many(
         .map(|l| opts.hypothesis_template.replace("{}", l))
         .collect();
     let scores = match method(engine) {
-        Method::Nli => nli(engine, texts, &hypotheses, opts.multi_label).await?,
+        Method::Nli => nli(engine, texts, &hypotheses, opts).await?,
         Method::Similarity => {
             let mut out = Vec::with_capacity(texts.len());
             for t in texts {
-                out.push(similarity(engine, t, &hypotheses, opts.multi_label).await?);
+                out.push(similarity(engine, t, &hypotheses, opts).await?);
             }
             out
         }
@@ -110,8 +114,9 @@ async fn nli(
     engine: &Engine,
     texts: &[&str],
     hypotheses: &[String],
-    multi_label: bool,
+    opts: &ZeroShotOptions,
 ) -> Result<Vec<Vec<f32>>> {
+    let multi_label = opts.multi_label;
     let n_labels = engine.config.id2label.len();
     let entail = entailment_id(&engine.config.id2label).expect("checked by method()");
     let contradiction = if entail == 0 { n_labels - 1 } else { 0 };
@@ -119,7 +124,11 @@ async fn nli(
     for t in texts {
         for h in hypotheses {
             // As HF's pipeline (`truncation="only_first"`): only the premise is cut.
-            windows.push(engine.tokenizer.encode_only_first(t, h, engine.max_len())?);
+            let enc = match opts.truncation {
+                Some(n) => (engine.tokenizer).encode_only_first(t, h, n.min(engine.max_len()))?,
+                None => engine.encode(t, Some(h), None)?,
+            };
+            windows.push(enc);
         }
     }
     let outs = engine.run(&windows, Want::Logits, &[]).await?;
@@ -151,14 +160,15 @@ async fn similarity(
     engine: &Engine,
     text: &str,
     hypotheses: &[String],
-    multi_label: bool,
+    opts: &ZeroShotOptions,
 ) -> Result<Vec<f32>> {
+    let multi_label = opts.multi_label;
     let mut all = vec![text];
     all.extend(hypotheses.iter().map(String::as_str));
     let eo = EmbedOptions {
         pooling: Pooling::Mean,
         normalize: true,
-        truncation: Some(usize::MAX),
+        truncation: opts.truncation,
     };
     let vecs = embed(engine, &all, eo).await?;
     let logits: Vec<f32> = vecs[1..]

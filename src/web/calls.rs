@@ -134,6 +134,7 @@ struct ZeroShotRequest {
     candidate_labels: Vec<String>,
     hypothesis_template: Option<String>,
     multi_label: Option<bool>,
+    truncation: Option<Truncation>,
 }
 
 /// Pooling for `feature-extraction`: a pooled vector per text, or (`none`) every token's.
@@ -143,6 +144,8 @@ enum EmbedPooling {
     Mean,
     Cls,
     Max,
+    #[serde(rename = "last_token")]
+    LastToken,
     None,
 }
 
@@ -306,6 +309,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
                 EmbedPooling::Mean => Some(Pooling::Mean),
                 EmbedPooling::Cls => Some(Pooling::Cls),
                 EmbedPooling::Max => Some(Pooling::Max),
+                EmbedPooling::LastToken => Some(Pooling::LastToken),
                 EmbedPooling::None => None,
             };
             let Some(pooling) = pooling else {
@@ -386,6 +390,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             let opts = ZeroShotOptions {
                 hypothesis_template: r.hypothesis_template.unwrap_or(d.hypothesis_template),
                 multi_label: r.multi_label.unwrap_or(d.multi_label),
+                truncation: truncation(r.truncation),
             };
             let labels: Vec<&str> = r.candidate_labels.iter().map(String::as_str).collect();
             let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();

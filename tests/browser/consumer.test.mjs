@@ -3,8 +3,9 @@
 //   node --test tests/browser/consumer.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHROMIUM_BACKEND, MODELS, NODE_BACKEND, PKG, ROOT, golden, entitiesU16, requireModels } from './golden.mjs';
@@ -27,6 +28,9 @@ before(async () => {
   cpSync(join(HERE, 'consumer'), app, { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module', dependencies: { webert: `file:../${tarball}` } }));
   execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--silent'], { cwd: app, stdio: 'inherit' });
+  // The README's layout: the model folder in Vite's public/, served at /models/pii/.
+  mkdirSync(join(app, 'public/models'), { recursive: true });
+  symlinkSync(join(MODELS, 'pii'), join(app, 'public/models/pii'));
   browser = await launch();
 });
 
@@ -73,6 +77,7 @@ test('the installed package: a pipeline shows no test hooks, webert/testing adds
 async function check(url, what) {
   const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
   const { page } = browser;
+  const logged = browser.logs.length;
   await page.goto(`${url}?text=${encodeURIComponent(c.text)}`);
   await page.waitForFunction(() => { const o = document.querySelector('#out'); return o.dataset.result || o.dataset.error; }, null, { timeout: 120_000 });
   const error = await page.$eval('#out', (o) => o.dataset.error ?? null);
@@ -81,6 +86,44 @@ async function check(url, what) {
   assert.equal(backend, CHROMIUM_BACKEND);
   const want = entitiesU16(c.text, c.pipeline.first);
   assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), want.map((e) => [e.entity_group, e.start, e.end]), what);
+  return browser.logs.slice(logged);
+}
+
+/** A free port on 127.0.0.1. */
+function freePort() {
+  return new Promise((ok) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/** `vite` (the dev server) or `vite preview` in the app, until `close()`. */
+async function vite(args) {
+  const port = await freePort();
+  const child = spawn(join(BIN, 'vite'), [...args, '--host', '127.0.0.1', '--port', String(port), '--strictPort'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  let said = '';
+  await new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`vite ${args.join(' ')} did not start in 60 s: ${said}`)), 60_000);
+    const hear = (b) => {
+      said += b;
+      if (said.includes(`:${port}`)) {
+        clearTimeout(timer);
+        ok();
+      }
+    };
+    child.stdout.on('data', hear);
+    child.stderr.on('data', hear);
+    child.once('exit', (code) => fail(new Error(`vite ${args.join(' ')} exited (${code}): ${said}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/`, close: () => child.kill() };
+}
+
+/** The README's example loads /models/pii/ with no dtype: the weights missing there are answered with index.html (no 404s), never read as weights. */
+function quiet(logs, what) {
+  const errors = logs.filter((l) => /^\[(error|pageerror)\]/.test(l));
+  assert.deepEqual(errors, [], `${what}: console errors`);
 }
 
 test('a fresh Vite app builds with the package and runs it in Chromium', T, async () => {
@@ -99,6 +142,26 @@ test('a plain ESM page (import map, no bundler) runs the package in Chromium', T
   const server = await serve({ mounts: { '/': app, '/models/': MODELS } });
   try {
     await check(`${server.url}plain.html`, 'plain ESM');
+  } finally {
+    await server.close();
+  }
+});
+
+test("the README's example as written under Vite's dev server (models in public/, with its index.html fallback), then `vite preview`", T, async () => {
+  for (const args of [[], ['preview']]) {
+    const server = await vite(args);
+    try {
+      quiet(await check(server.url, `vite ${args.join(' ') || 'dev'}`), `vite ${args.join(' ') || 'dev'}`);
+    } finally {
+      server.close();
+    }
+  }
+});
+
+test('a plain static server that answers missing files with its index.html (an SPA host) runs the example', T, async () => {
+  const server = await serve({ mounts: { '/': app, '/models/': MODELS }, fallback: join(app, 'index.html') });
+  try {
+    quiet(await check(`${server.url}plain.html`, 'SPA fallback'), 'SPA fallback');
   } finally {
     await server.close();
   }

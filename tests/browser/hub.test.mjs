@@ -7,8 +7,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { pathToFileURL } from 'node:url';
 import { MODELS, PKG, ROOT, golden, assertEntities, INT_SCORE_TOL, requireModels } from './golden.mjs';
 import { serveHub } from '../mock-hub.mjs';
 
@@ -48,9 +51,13 @@ before(async () => {
       't/html': { dir: TINY, faults: { 'config.json': 'html' } },
       't/no-tokenizer': { dir: TINY, faults: { 'tokenizer.json': 'missing' } },
       't/flaky': { dir: TINY, faults: { 'tokenizer.json': { kind: 'error500', times: 1 } } },
+      'test/disk-cache': { dir: TINY },
+      'test/q8-default': { dir: join(MODELS, 'minilm') },
     },
   });
   env.remoteHost = hub.url;
+  // The tests count requests: no disk cache but in the test of it.
+  env.useFSCache = false;
   local = await pipeline('text-classification', TINY);
 });
 after(() => {
@@ -69,6 +76,8 @@ test('env has transformers.js names and defaults', async () => {
     allowLocalModels: true, // in Node, as transformers.js
     localModelPath: '/models/',
     useBrowserCache: true,
+    cacheDir: new URL('.cache/', pathToFileURL(join(PKG, 'env.js'))).href, // the package's folder, as transformers.js
+    useFSCache: true,
     backends: { onnx: { wasm: {}, webgpu: {} } },
   });
 });
@@ -311,5 +320,72 @@ test('env: local copies first, remote models off', async () => {
     assert.equal(hub.log.length, n);
   } finally {
     Object.assign(env, saved);
+  }
+});
+
+test("Node keeps ids on disk in the CLI's layout: a second process downloads nothing, local_files_only reads it, the CLI shares it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'webert-disk-cache-'));
+  const ID = 'test/disk-cache';
+  const script = (extra) => `
+    const { pipeline, env } = await import(${JSON.stringify(pathToFileURL(join(PKG, 'webert.js')).href)});
+    env.remoteHost = ${JSON.stringify(hub.url)};
+    env.cacheDir = ${JSON.stringify(dir)};
+    const clf = await pipeline('text-classification', '${ID}'${extra});
+    console.log(JSON.stringify(await clf(${JSON.stringify(TEXT)}, { top_k: null })));`;
+  // (Not execFileSync: the mock hub answers from this process's event loop.)
+  const run = promisify(execFile);
+  const node = async (extra = '') => JSON.parse((await run(process.execPath, ['--input-type=module', '-e', script(extra)], { encoding: 'utf8' })).stdout);
+  try {
+    const want = await local(TEXT, { top_k: null });
+    assert.deepEqual(await node(), want);
+    const fetched = hub.requests(ID, 'model.safetensors').length;
+    assert.ok(fetched > 0);
+    const folder = join(dir, new URL(hub.url).host.replace(':', '_'), 'test', 'disk-cache', 'main');
+    assert.ok(existsSync(join(folder, 'model.safetensors')) && existsSync(join(folder, '.webert-files.json')), `the CLI's layout under ${dir}`);
+    const asked = hub.log.length;
+    assert.deepEqual(await node(), want, 'second process');
+    assert.deepEqual(await node(', { local_files_only: true }'), want, 'local_files_only');
+    assert.equal(hub.log.length, asked, 'the second and third processes asked the host nothing');
+    // The CLI reads the same folder with --offline (no network).
+    const cli = ['target/debug/webert', 'target/release/webert'].map((p) => join(ROOT, p)).find(existsSync);
+    assert.ok(cli, 'the CLI is built (cargo build)');
+    const out = JSON.parse((await run(cli, ['classify', '--model', ID, '--remote-host', hub.url, '--cache-dir', dir, '--offline', '--backend', 'cpu', '--top-k', '10', '--text', TEXT], { encoding: 'utf8', env: { ...process.env, XDG_RUNTIME_DIR: tmpdir() } })).stdout);
+    assert.deepEqual(out.map((l) => l.label).sort(), want.map((l) => l.label).sort());
+    // clearCache(id) removes the id's folder; local_files_only then says it is not there.
+    const { clearCache } = await import(join(PKG, 'webert.js'));
+    env.cacheDir = dir;
+    env.useFSCache = true;
+    try {
+      await clearCache(ID);
+      assert.ok(!existsSync(folder));
+      await assert.rejects(pipeline('text-classification', ID, { local_files_only: true }), /not found locally .*local_files_only is set/);
+    } finally {
+      env.useFSCache = false;
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the dtype default: the model's transformers.js_config.dtype, else q8 in a browser and the most accurate in Node", async () => {
+  // Node: fp32, as transformers.js in Node.
+  const node = await pipeline('feature-extraction', 'test/q8-default');
+  assert.ok(gets('test/q8-default', 'model.safetensors').length > 0);
+  assert.equal(gets('test/q8-default', 'onnx/model_quantized.onnx').length, 0);
+  node.dispose();
+  // A folder whose config.json names a dtype (as onnx-community repos do) loads that one.
+  const dir = mkdtempSync(join(tmpdir(), 'webert-jsconfig-'));
+  try {
+    cpSync(join(MODELS, 'minilm'), dir, { recursive: true });
+    const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, 'transformers.js_config': { dtype: 'q8' } }));
+    const own = await pipeline('feature-extraction', dir);
+    assert.ok(own.info.files.includes('onnx/model_quantized.onnx'), own.info.files);
+    own.dispose();
+    const asked = await pipeline('feature-extraction', dir, { dtype: 'fp32' });
+    assert.ok(asked.info.files.includes('model.safetensors') && !asked.info.files.some((f) => f.endsWith('.onnx')), 'a dtype given wins');
+    asked.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -126,6 +126,25 @@ test('MiniLM: embeddings, token states, similarity ranking and zero-shot match P
   assert.deepEqual(states.dims, [2, b, 384]);
   assertClose('short text in a batch', states[0].tolist().slice(0, a), (await minilm(short)).tolist()[0], 1e-5);
   assert.ok(states[0].tolist().slice(a).flat().every((x) => x === 0), 'rows past the short text are 0');
+  // transformers.js's last_token / eos: each text's last real token (not a padding row).
+  for (const name of ['last_token', 'eos']) {
+    const last = await minilm([short, long], { pooling: name });
+    assert.deepEqual(last.dims, [2, 384]);
+    assertClose(`${name} short`, last[0].tolist(), states[0].tolist()[a - 1], 1e-5);
+    assertClose(`${name} long`, last[1].tolist(), states[1].tolist()[b - 1], 1e-5);
+  }
+  // quantize: the pooled vector's signs, 8 a byte, first in the high bit (transformers.js's packing).
+  const mean = (await minilm([short, long], { pooling: 'mean', normalize: true })).tolist();
+  const pack = (v) => Array.from({ length: v.length / 8 }, (_, j) => v.slice(j * 8, j * 8 + 8).reduce((byte, x, k) => byte | ((x > 0 ? 1 : 0) << (7 - k)), 0));
+  const ubin = await minilm([short, long], { pooling: 'mean', normalize: true, quantize: true, precision: 'ubinary' });
+  assert.equal(ubin.type, 'uint8');
+  assert.deepEqual(ubin.dims, [2, 48]);
+  assert.deepEqual(ubin.tolist(), mean.map(pack));
+  const bin = await minilm(short, { pooling: 'mean', quantize: true });
+  assert.equal(bin.type, 'int8');
+  assert.deepEqual(bin.tolist(), [pack(mean[0]).map((x) => x - 128)]);
+  await assert.rejects(minilm(short, { quantize: true }), /quantize packs pooled vectors: give a pooling/);
+  await assert.rejects(minilm(short, { pooling: 'mean', quantize: true, precision: 'ternary' }), /precision must be 'binary' or 'ubinary'/);
 
   const ranked = await minilm.rank(g.similarity.query, g.similarity.candidates);
   assert.deepEqual(ranked.map((r) => r.corpus_id), g.similarity.ranking);
@@ -152,12 +171,13 @@ test('zero-shot by an NLI model (seeded head) equals the HF pipeline; options as
     const hypothesis_template = c.hypothesis_template ?? undefined;
     for (const key of ['single_label', 'multi_label']) {
       const multi_label = key === 'multi_label';
-      const all = await zs(c.texts, c.candidate_labels, { multi_label, hypothesis_template });
+      // HF's pipeline cuts a long premise (`truncation="only_first"`); webert when asked.
+      const all = await zs(c.texts, c.candidate_labels, { multi_label, hypothesis_template, truncation: true });
       assert.equal(all.method, 'nli');
       c.results.forEach((r, i) => assertLabelScores(`${c.name} ${key}`, all[i], r[key].labels.map((label, j) => ({ label, score: r[key].scores[j] }))));
     }
     // the labels inside the options object, as `candidate_labels`
-    const one = await zs(c.texts[0], { candidate_labels: c.candidate_labels, hypothesis_template });
+    const one = await zs(c.texts[0], { candidate_labels: c.candidate_labels, hypothesis_template, truncation: true });
     assertLabelScores(`${c.name} options`, one, c.results[0].single_label.labels.map((label, j) => ({ label, score: c.results[0].single_label.scores[j] })));
   }
   const sim = await pipeline('zero-shot-classification', join(MODELS, 'minilm'));
@@ -387,6 +407,11 @@ test('errors are Error objects with clear messages', async () => {
   const long = 'word '.repeat(600);
   await bad('too long', minilm(long), /input is \d+ tokens; the model takes at most 512 \(to cut it there: `truncation: true` in JS, --truncate in the CLI\)/);
   assert.deepEqual((await minilm(long, { truncation: true, pooling: 'mean' })).dims, [1, 384]);
+  // One rule for every task that reads a text whole: zero-shot too.
+  const zsLong = await pipeline('zero-shot-classification', join(MODELS, 'minilm'));
+  await bad('zero-shot too long', zsLong(long, ['a', 'b']), /input is \d+ tokens; the model takes at most 512 \(to cut it there: `truncation: true` in JS/);
+  assert.deepEqual((await zsLong(long, ['a', 'b'], { truncation: true })).labels.sort(), ['a', 'b']);
+  zsLong.dispose();
   const ac = new AbortController();
   const loading = pipeline('ner', `${server.url}models/pii/`, { signal: ac.signal, cache: false });
   ac.abort();

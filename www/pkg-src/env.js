@@ -1,7 +1,7 @@
 // Model ids (`ORG/NAME`) as transformers.js takes them: `env` says where ids are looked up, and
 // `resolveModel` turns a model argument into a folder URL or path, or an id's places.
 
-import { isNode } from './files.js';
+import { isNode } from './platform.js';
 
 /** Where model ids are fetched from; the names and meanings of transformers.js's `env`. */
 export const env = {
@@ -17,6 +17,11 @@ export const env = {
   localModelPath: '/models/',
   /** `false`: pipelines default to `cache: false` (no Cache API). */
   useBrowserCache: true,
+  /** Node: where model ids' files are kept (the CLI's layout: pass the same folder as its
+   * `--cache-dir` to share them); default, as transformers.js, `.cache/` in the package's folder. */
+  cacheDir: isNode ? import.meta.url.replace(/[^/]*$/, '.cache/') : null,
+  /** Node: `false` keeps nothing on disk. */
+  useFSCache: isNode,
   /** transformers.js's ONNX Runtime settings; `onnx.wasm.numThreads` is the default `threads`. */
   backends: { onnx: { wasm: {}, webgpu: {} } },
 };
@@ -49,5 +54,5 @@ export function resolveModel(model, revision = 'main') {
     if (!isNode && typeof location !== 'undefined') local = new URL(local, location.href).href;
   }
   const label = `model ${id} (revision ${rev}) on ${new URL(remote).origin}`;
-  return { source: remote, hub: { id, path: isNode && !hubUrl ? s : null, local, remote: env.allowRemoteModels !== false, label } };
+  return { source: remote, hub: { id, revision: rev, path: isNode && !hubUrl ? s : null, local, remote: env.allowRemoteModels !== false, label } };
 }

@@ -3,6 +3,8 @@
 // directory path in Node. Only the files the engine reads are fetched.
 
 import { CACHE_NAME, openModelCache } from './cache.js';
+import { isNode } from './platform.js';
+import { idFolder, openDiskCache } from './disk-cache.js';
 import { watchdog } from './watchdog.js';
 import { TILINGS_CACHE } from './tilings.js';
 
@@ -11,21 +13,47 @@ const MANIFEST = '.webert-files.json';
 // `{ required, text, weights }`: the files a folder must have, the text files read when
 // present, and the weight files in the engine's order of preference.
 
-export const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+export { isNode };
 
 /**
  * The files of `names` that the engine needs: config, tokenizer, and one set of weights (the
  * file `opts.weights`, else the engine's choice for `opts.dtype`: `layout.pick`).
  */
-export function pickFiles(origin, names, opts, layout) {
+export function pickFiles(origin, names, opts, layout, config = null) {
   const { weights } = opts;
-  if (!weights) return layout.pick(origin, names, opts.dtype);
+  if (!weights) {
+    const preferred = defaultDtype(opts, config, layout);
+    const has = preferred && names.includes(layout.dtypes[preferred]);
+    return layout.pick(origin, names, opts.dtype ?? (has ? preferred : undefined));
+  }
   const has = new Set(names);
   for (const r of layout.required) {
     if (!has.has(r)) throw new Error(`the model folder has no ${r} (found: ${names.join(', ') || 'nothing'})`);
   }
   if (!has.has(weights)) throw new Error(`the model folder has no ${weights}`);
   return [...layout.text.filter((n) => has.has(n)), weights];
+}
+
+/**
+ * The weights to look for first when the caller gave no dtype, as transformers.js chooses:
+ * the model's own `transformers.js_config.dtype` in config.json, else q8 in a browser (where a
+ * download's size counts) and the most accurate present in Node or on WebGPU (null).
+ */
+export function defaultDtype(opts, config, layout) {
+  if (opts.dtype != null || opts.weights != null) return null;
+  const own = config?.['transformers.js_config']?.dtype;
+  const named = typeof own === 'string' ? own : own?.model;
+  if (named && named !== 'auto' && named in layout.dtypes) return named;
+  return isNode || opts.device === 'webgpu' ? null : 'q8';
+}
+
+/** config.json's object from the gathered bytes, or null. */
+function configOf(bytes) {
+  try {
+    return bytes ? JSON.parse(new TextDecoder().decode(bytes)) : null;
+  } catch {
+    return null;
+  }
 }
 
 async function sha256Hex(bytes) {
@@ -98,6 +126,13 @@ export function entriesOf(source) {
   throw new Error('model must be a folder URL, a FileList / File[] or an object of file name → ArrayBuffer');
 }
 
+async function bytesOf(name, data) {
+  if (data instanceof Blob) return new Uint8Array(await data.arrayBuffer());
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  throw new Error(`${name}: expected a File, Blob, ArrayBuffer or typed array`);
+}
+
 function normalizeName(name, all) {
   // Files picked one by one lose the onnx/ folder; accept them under either name.
   return all.includes(name) ? name : name.replace(/^onnx\//, '');
@@ -107,16 +142,14 @@ async function fromEntries(source, opts, progress, layout) {
   const entries = entriesOf(source);
   const names = entries.map(([n]) => n);
   const origin = entries[0]?.[1]?.webkitRelativePath?.split('/')[0] || 'local files';
-  const wanted = pickFiles(origin, names.map((n) => (n.endsWith('.onnx') && !n.includes('/') ? `onnx/${n}` : n)), opts, layout);
+  const configEntry = entries.find(([n]) => n === 'config.json');
+  const config = configEntry ? configOf(await bytesOf(...configEntry)) : null;
+  const wanted = pickFiles(origin, names.map((n) => (n.endsWith('.onnx') && !n.includes('/') ? `onnx/${n}` : n)), opts, layout, config);
   const files = [];
   for (const want of wanted) {
     const name = normalizeName(want, names);
     const data = entries.find(([n]) => n === name)[1];
-    let bytes;
-    if (data instanceof Blob) bytes = new Uint8Array(await data.arrayBuffer());
-    else if (data instanceof ArrayBuffer) bytes = new Uint8Array(data);
-    else if (ArrayBuffer.isView(data)) bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    else throw new Error(`${name}: expected a File, Blob, ArrayBuffer or typed array`);
+    const bytes = await bytesOf(name, data);
     await checkHash(want, bytes, opts.sha256, name);
     progress.update(want, bytes.byteLength, bytes.byteLength);
     files.push({ name: want, bytes, blob: data instanceof Blob ? data : undefined });
@@ -140,7 +173,8 @@ async function fromNodeDir(dir, opts, progress, layout) {
   };
   const names = [...(await list('')), ...(await list('onnx')).map((n) => `onnx/${n}`)];
   const files = [];
-  for (const name of pickFiles(root, names, opts, layout)) {
+  const config = names.includes('config.json') ? configOf(await fs.readFile(path.join(root, 'config.json')).catch(() => null)) : null;
+  for (const name of pickFiles(root, names, opts, layout, config)) {
     const bytes = new Uint8Array(await fs.readFile(path.join(root, name)));
     await checkHash(name, bytes, opts.sha256, path.join(root, name));
     progress.update(name, bytes.byteLength, bytes.byteLength);
@@ -284,7 +318,11 @@ async function readBody(res, url, name, progress, signal) {
 async function fromUrl(base, opts, progress, layout, label) {
   const root = folderUrl(base);
   const signal = opts.signal;
-  const cache = await openModelCache(opts, (m) => progress.warn(m));
+  const warn = (m) => progress.warn(m);
+  // Node has no Cache API (where a runtime has one, it is used): ids are kept on disk there.
+  const onDisk = isNode && opts.hub && typeof caches === 'undefined';
+  const cache = onDisk ? await openDiskCache(opts, opts.hub, root.href, warn) : await openModelCache(opts, warn);
+  if (opts.offline && !cache) throw failure(`${label ?? root.href}: no cache to read from`, { notFound: true });
   const files = new Map();
   // Files a server answered with a web page: absent when optional, an error when needed.
   const pages = [];
@@ -303,6 +341,10 @@ async function fromUrl(base, opts, progress, layout, label) {
       } catch {
         await cache.delete(url);
       }
+    }
+    if (opts.offline) {
+      if (optional) return false;
+      throw failure(`${label ?? url}: ${name} is not in the cache`, { notFound: true });
     }
     const bytes = await retrying(async () => {
       const res = await get(url, signal, optional, label, opts.downloadTimeout);
@@ -330,7 +372,10 @@ async function fromUrl(base, opts, progress, layout, label) {
   const key = opts.weights ?? (opts.dtype ? `dtype:${opts.dtype}` : '');
   const known = cache && (await cache.manifest(manifestUrl))[key];
   if (Array.isArray(known) && known.every((n) => typeof n === 'string')) {
-    await Promise.all(known.map((n) => load(n, false)));
+    // (The CLI's manifest lists the shard index, which the engine does not read.)
+    await Promise.all(known.filter((n) => n !== 'model.safetensors.index.json').map((n) => load(n, false)));
+  } else if (opts.offline) {
+    throw failure(`${label ?? root.href}: not in the cache (no list of its files for ${key ? `\`${key}\`` : 'the default dtype'})`, { notFound: true });
   } else {
     // config.json first: its absence says best that this is no model folder.
     const [first, ...required] = layout.required;
@@ -338,7 +383,7 @@ async function fromUrl(base, opts, progress, layout, label) {
       await load(first, false);
       const optional = layout.text.filter((n) => !layout.required.includes(n));
       await Promise.all([...required.map((n) => load(n, false)), ...optional.map((n) => load(n, true))]);
-      await findWeights(opts, load, root, layout, label, pages);
+      await findWeights({ ...opts, preferred: defaultDtype(opts, configOf(files.get('config.json')), layout) }, load, root, layout, label, pages);
     } catch (e) {
       await Promise.all(written.map((url) => cache?.delete(url).catch(() => {})));
       throw e;
@@ -365,14 +410,18 @@ async function findWeights(opts, load, root, layout, label, pages = []) {
     await load(weights, false);
     return;
   }
-  const candidates = !dtype ? layout.weights : dtype === 'fp32' ? ['model.safetensors', layout.dtypes.fp32] : [layout.dtypes[dtype]];
+  const filesOf = (d) => (d === 'fp32' ? ['model.safetensors', layout.dtypes.fp32] : [layout.dtypes[d]]);
+  const first = opts.preferred ? filesOf(opts.preferred) : [];
+  const candidates = dtype ? filesOf(dtype) : [...first, ...layout.weights.filter((n) => !first.includes(n))];
+  const missed = [];
   for (const name of candidates) {
     signal?.throwIfAborted();
     if (name === 'onnx/model.onnx') {
       const indexUrl = new URL('model.safetensors.index.json', root).href;
       const index = await get(indexUrl, signal, true, label, opts.downloadTimeout);
       const body = index && (await readBody(index, indexUrl, 'model.safetensors.index.json', { update() {} }, signal));
-      if (body && isHtml(body, index)) pages.push('model.safetensors.index.json');
+      if (!body) missed.push('model.safetensors.index.json');
+      else if (isHtml(body, index)) pages.push('model.safetensors.index.json');
       else if (body) {
         checkJson('model.safetensors.index.json', body, index, label ?? indexUrl);
         const shards = [...new Set(Object.values(JSON.parse(new TextDecoder().decode(body)).weight_map ?? {}))].sort();
@@ -380,7 +429,15 @@ async function findWeights(opts, load, root, layout, label, pages = []) {
         return;
       }
     }
-    if (await load(name, true)) return;
+    if (await load(name, true)) {
+      if (missed.length && !isNode) {
+        // Each miss is a red 404 line in the console; say why, and how to skip them.
+        const d = Object.keys(layout.dtypes).find((k) => layout.dtypes[k] === name);
+        console.info(`webert: ${label ?? root.href} has no ${missed.join(', ')} (the 404s above: webert looked for the weights in order), it loads ${name}${d ? `; pass { dtype: '${d}' } to ask for it directly` : ''}`);
+      }
+      return;
+    }
+    missed.push(name);
   }
   const where = label ?? root.href;
   const html = pages.length ? `; the server answered ${pages.join(', ')} with an HTML page, as servers do for a missing file` : '';
@@ -422,6 +479,12 @@ async function fromHub(remote, opts, progress, layout) {
     }
   }
   if (!hub.remote) {
+    // What an earlier load kept (the Cache API, or the disk cache in Node) needs no network.
+    try {
+      return await fromUrl(remote, { ...opts, offline: true }, progress, layout, hub.label);
+    } catch (e) {
+      if (!e.notFound) throw e;
+    }
     throw new Error(`${hub.label}: not found locally${hub.local ? ` (${hub.local})` : ''} and ${hub.localOnly ? 'local_files_only is set' : 'env.allowRemoteModels is false'}`);
   }
   try {
@@ -435,10 +498,19 @@ async function fromHub(remote, opts, progress, layout) {
   }
 }
 
-/** Deletes cached model files: those under `base`, or all when no base is given. */
-export async function clearCache(base, resolve = (b) => b) {
+/**
+ * Deletes cached model files: those under `base` (a model id's disk folder too, in Node), or
+ * all when no base is given.
+ */
+export async function clearCache(base, resolve = (b) => ({ source: b })) {
+  const { source, hub } = resolve(base);
+  if (isNode && (hub || !base)) {
+    const dir = hub ? await idFolder(hub) : await idFolder(null);
+    const fs = await import(/* @vite-ignore */ 'node:fs/promises');
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  }
   if (typeof caches === 'undefined') return;
-  base = resolve(base);
+  base = source;
   if (!base) {
     await caches.delete(CACHE_NAME);
     await caches.delete(TILINGS_CACHE);

@@ -39,6 +39,7 @@ export class Model {
       this.options = { ...this.options, hub: undefined, weights: undefined, dtype: undefined };
     }
     const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
+    const names = files.map((f) => f.name);
     report?.({ stage: 'compile', bytes: total, total });
     const loader = new runtime.glue.ModelLoader(origin);
     for (const f of files) loader.add(f.name, f.bytes);
@@ -61,6 +62,7 @@ export class Model {
       throw this.recover(e);
     }
     this.info = JSON.parse(this.engine.info());
+    this.info.files = names;
     if (cacheError) this.info.cacheError = cacheError;
     this.info.wasmBuild = runtime.build;
     if (runtime.buildNote) this.info.wasmBuildNote = runtime.buildNote;

@@ -3,6 +3,7 @@
 // a misspelt option does not pass silently.
 
 import { env } from './env.js';
+import { isNode } from './platform.js';
 
 const OWN = new Set([
   'device', 'quantized', 'memoryBudget', 'gpuWeights', 'gpuTilings', 'allowFallbackAdapter', 'probe', 'worker',
@@ -14,7 +15,6 @@ const OWN = new Set([
 const FOREIGN = {
   session_options: 'webert does not run ONNX Runtime, so it has no session options',
   config: 'webert reads config.json from the model itself',
-  cache_dir: 'webert keeps downloads in the browser Cache API; it has no disk cache directory',
   use_external_data_format: 'webert reads the weights from the .onnx file itself, not external data files',
 };
 
@@ -38,13 +38,13 @@ function closest(key) {
     }
     return d[b.length];
   };
-  const [best] = [...OWN, 'local_files_only', 'model_file_name', 'subfolder'].map((k) => [k, distance(key.toLowerCase(), k.toLowerCase())]).sort((a, b) => a[1] - b[1]);
+  const [best] = [...OWN, 'local_files_only', 'model_file_name', 'subfolder', 'cache_dir'].map((k) => [k, distance(key.toLowerCase(), k.toLowerCase())]).sort((a, b) => a[1] - b[1]);
   return best[1] <= 2 ? ` (did you mean \`${best[0]}\`?)` : '';
 }
 
 /**
  * The options webert uses, from the caller's: transformers.js's names translated
- * (`device: 'wasm' | 'gpu'`, `local_files_only`, `model_file_name` + `subfolder`), `env`'s
+ * (`device: 'wasm' | 'gpu'`, `local_files_only`, `model_file_name` + `subfolder`, `cache_dir`), `env`'s
  * defaults filled in (`useBrowserCache`, `backends.onnx.wasm.numThreads`); anything else is an
  * error naming the option.
  */
@@ -60,6 +60,10 @@ export function pipelineOptions(options) {
     else if (key === 'local_files_only') out.localOnly = !!value;
     else if (key === 'model_file_name') fileName = String(value);
     else if (key === 'subfolder') subfolder = String(value).replace(/^\/+|\/+$/g, '');
+    else if (key === 'cache_dir') {
+      if (!isNode) throw new Error('pipeline option `cache_dir` is for Node; a browser keeps downloads in the Cache API (`cache: false` turns it off)');
+      out.cacheDir = String(value);
+    }
     else if (key in FOREIGN) throw new Error(`pipeline option \`${key}\` is transformers.js's, and ${FOREIGN[key]}; leave it out`);
     else throw new Error(`unknown pipeline option \`${key}\`${closest(key)}; see PipelineOptions in webert.d.ts`);
   }

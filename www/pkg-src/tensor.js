@@ -53,6 +53,24 @@ export function tensorOf(rows, tokenStates) {
   return new Tensor('float32', data, [n, longest, dim]);
 }
 
+/**
+ * Pooled vectors packed one bit per value (1 where the value is > 0), first value in the high
+ * bit, as transformers.js's `quantize_embeddings`: `'ubinary'` as uint8, `'binary'` as int8
+ * (the byte minus 128).
+ */
+export function quantizeEmbeddings(tensor, precision = 'binary') {
+  if (tensor.dims.length !== 2) throw new Error(`binary quantization takes [texts, dim] vectors, got dims [${tensor.dims}]`);
+  const [n, dim] = tensor.dims;
+  if (dim % 8 !== 0) throw new Error(`binary quantization packs 8 values a byte: the dimension (${dim}) must be a multiple of 8`);
+  if (!['binary', 'ubinary'].includes(precision)) throw new Error(`precision must be 'binary' or 'ubinary', got ${JSON.stringify(precision)}`);
+  const bytes = new Uint8Array((n * dim) / 8);
+  tensor.data.forEach((v, i) => {
+    if (v > 0) bytes[i >> 3] |= 0x80 >> (i & 7);
+  });
+  if (precision === 'ubinary') return new Tensor('uint8', bytes, [n, dim / 8]);
+  return new Tensor('int8', Int8Array.from(bytes, (b) => b - 128), [n, dim / 8]);
+}
+
 /** Cosine similarity of two vectors (arrays or typed arrays), as transformers.js's `cos_sim`. */
 export function cos_sim(a, b) {
   if (a?.length !== b?.length) throw new TypeError(`cos_sim needs two vectors of one length, got ${a?.length} and ${b?.length}`);

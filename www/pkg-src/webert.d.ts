@@ -170,6 +170,8 @@ export interface ModelInfo {
   wasmBuild: 'relaxed-simd threads' | 'relaxed-simd' | 'simd128';
   /** Why a faster build was not used (missing relaxed-SIMD opcodes, a build that failed to start); absent when none was passed over. */
   wasmBuildNote?: string;
+  /** The model folder's files that were read (config, tokenizer, the weights of the dtype chosen), e.g. `['config.json', 'onnx/model_quantized.onnx', 'tokenizer.json']`. */
+  files: string[];
   /** Why the Cache API did not keep this model's files (e.g. `QuotaExceededError: …`); absent when it did or was not used. */
   cacheError?: string;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
@@ -334,10 +336,15 @@ export interface QuestionAnsweringPipeline extends PipelineBase {
 }
 
 export interface FeatureExtractionOptions extends CallControl {
-  /** Default `'none'` (every token's hidden state), as transformers.js; `'first_token'` is `'cls'`. */
-  pooling?: 'none' | 'mean' | 'cls' | 'first_token' | 'max';
+  /** Default `'none'` (every token's hidden state), as transformers.js; `'first_token'` is `'cls'`,
+   * `'eos'` is `'last_token'` (each text's last real token, padding skipped). */
+  pooling?: 'none' | 'mean' | 'cls' | 'first_token' | 'max' | 'last_token' | 'eos';
   /** L2-normalise each vector (default false). */
   normalize?: boolean;
+  /** Pack each pooled vector into bits (transformers.js's binary quantization; default false). */
+  quantize?: boolean;
+  /** `'binary'` (int8, the default) or `'ubinary'` (uint8). */
+  precision?: 'binary' | 'ubinary';
   truncation?: Truncation;
 }
 export interface Ranked {
@@ -351,15 +358,18 @@ export interface Ranked {
  * the i-th sub-tensor along the first dimension.
  */
 export declare class Tensor {
-  constructor(type: 'float32', data: Float32Array, dims: number[]);
-  readonly type: 'float32';
-  readonly data: Float32Array;
+  constructor(type: 'float32' | 'int8' | 'uint8', data: Float32Array | Int8Array | Uint8Array, dims: number[]);
+  /** `'float32'`; `'int8'` / `'uint8'` for bit-packed vectors (`quantize: true`). */
+  readonly type: 'float32' | 'int8' | 'uint8';
+  readonly data: Float32Array | Int8Array | Uint8Array;
   readonly dims: number[];
   readonly size: number;
   at(i: number): Tensor;
   tolist(): any[];
   readonly [index: number]: Tensor;
 }
+/** Pooled vectors packed into bits, as transformers.js's `quantize_embeddings`. */
+export function quantize_embeddings(tensor: Tensor, precision: 'binary' | 'ubinary'): Tensor;
 /** Cosine similarity of two vectors, as transformers.js's `cos_sim`. */
 export function cos_sim(a: ArrayLike<number>, b: ArrayLike<number>): number;
 /**
@@ -575,6 +585,8 @@ export function webgpuAvailable(): Promise<boolean>;
 export function webgpuAdapter(): Promise<{ name: string; isFallbackAdapter: boolean } | null>;
 
 /** Deletes cached model files of `model` (a folder URL or model id), or all of them and the saved WebGPU tilings. */
+/** Deletes cached files: a folder URL's or model id's (in Node, the id's folder under
+ * `env.cacheDir`), or with no model all of them (in Node, `env.cacheDir`). */
 export function clearCache(model?: string): Promise<void>;
 
 /**
@@ -597,6 +609,12 @@ export const env: {
   localModelPath: string;
   /** `false`: pipelines default to `cache: false` (default true). */
   useBrowserCache: boolean;
+  /** Node: where model ids' files are kept, in the CLI's layout (`{cacheDir}/{host}/{id}/{revision}/`),
+   * so `webert … --cache-dir` on the same folder shares them; default `.cache/` in the package's
+   * folder, as transformers.js. null in browsers. */
+  cacheDir: string | null;
+  /** Node: `false` keeps nothing on disk (default true). */
+  useFSCache: boolean;
   /** transformers.js's ONNX Runtime settings: `onnx.wasm.numThreads` is the default `threads`; the rest is not read. */
   backends: { onnx: { wasm: { numThreads?: number; [key: string]: unknown }; webgpu: Record<string, unknown> } };
 };

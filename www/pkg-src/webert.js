@@ -13,13 +13,13 @@ import { ENTRY, acquire, release } from './sharing.js';
 import { pipelineOptions } from './options.js';
 import { withTransformersEvents } from './progress.js';
 import { readHead, teach } from './teach.js';
-import { Tensor, cos_sim, tensorOf } from './tensor.js';
+import { Tensor, cos_sim, quantizeEmbeddings, tensorOf } from './tensor.js';
 
-export { Tensor, cos_sim, env, redact, webgpuAdapter };
+export { Tensor, cos_sim, env, quantizeEmbeddings as quantize_embeddings, redact, webgpuAdapter };
 
 /** Deletes cached model files: those of a folder URL or model id, or all (and saved WebGPU tilings). */
 export function clearCache(model) {
-  return clearFiles(model, (m) => (m ? resolveModel(m).source : m));
+  return clearFiles(model, (m) => (m ? resolveModel(m) : { source: m }));
 }
 
 const ALIASES = { ner: 'token-classification', 'sentiment-analysis': 'text-classification', embeddings: 'feature-extraction' };
@@ -59,6 +59,9 @@ async function reshaped(answer, shape) {
   const value = await answer;
   return withMeta(shape(value), metaOf(value));
 }
+
+/** transformers.js's pooling names that are another name of webert's. */
+const POOLING_NAMES = { first_token: 'cls', eos: 'last_token' };
 
 /** transformers.js's fill-mask shape: one mask gives its list of tokens, several masks a list per mask. */
 const perMask = (masks) => (masks.length === 1 ? masks[0] : masks);
@@ -108,9 +111,15 @@ const RUNNERS = {
     return last && value && typeof value === 'object' ? withMeta(value, metaOf(last)) : value;
   },
   // A Tensor, as transformers.js: [texts, dim] pooled, else [texts, tokens, dim] (its default).
-  'feature-extraction': (run) => async (input, o = {}) => {
-    const pooling = o.pooling === 'first_token' ? 'cls' : (o.pooling ?? 'none');
-    return reshaped(run({ ...o, pooling, texts: texts(input) }, false), (rows) => tensorOf(rows, pooling === 'none'));
+  // transformers.js's `quantize` / `precision` pack the pooled vectors into bits.
+  'feature-extraction': (run) => async (input, { quantize = false, precision = 'binary', ...o } = {}) => {
+    const pooling = POOLING_NAMES[o.pooling] ?? o.pooling ?? 'none';
+    if (quantize && !['binary', 'ubinary'].includes(precision)) throw new Error(`precision must be 'binary' or 'ubinary', got ${JSON.stringify(precision)}`);
+    if (quantize && pooling === 'none') throw new Error('quantize packs pooled vectors: give a pooling (such as \'mean\') with it');
+    return reshaped(run({ ...o, pooling, texts: texts(input) }, false), (rows) => {
+      const tensor = tensorOf(rows, pooling === 'none');
+      return quantize ? quantizeEmbeddings(tensor, precision) : tensor;
+    });
   },
   'fill-mask': (run) => async (input, o = {}) => {
     const single = !Array.isArray(input);

@@ -5,7 +5,7 @@
 //   node scripts/serve.mjs [--port 8080] [--root www] [--models models]
 import { createServer } from 'node:http';
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -25,18 +25,22 @@ const TYPES = {
   '.ts': 'text/plain; charset=utf-8',
 };
 
-/** Serves `mounts` ({ '/prefix/': directory }, longest prefix wins); resolves to { url, close }. */
-export function serve({ mounts, port = 0 }) {
+/**
+ * Serves `mounts` ({ '/prefix/': directory }, longest prefix wins); resolves to { url, close }.
+ * `isolated: false` leaves out the cross-origin isolation headers; `headScript` (tests) is put
+ * first in the head of every HTML page, as an inline script.
+ */
+export function serve({ mounts, port = 0, isolated = true, headScript = null }) {
   const table = Object.entries(mounts)
     .map(([prefix, dir]) => [prefix, resolve(dir)])
     .sort((a, b) => b[0].length - a[0].length);
   const server = createServer(async (req, res) => {
-    const headers = {
+    const headers = isolated ? {
       'Cross-Origin-Opener-Policy': 'same-origin',
       'Cross-Origin-Embedder-Policy': 'require-corp',
       'Cross-Origin-Resource-Policy': 'same-origin',
       'Cache-Control': 'no-cache',
-    };
+    } : { 'Cache-Control': 'no-cache' };
     const fail = (code, msg) => {
       res.writeHead(code, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' });
       res.end(msg);
@@ -64,6 +68,11 @@ export function serve({ mounts, port = 0 }) {
         s = await stat(file);
       }
       const type = TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream';
+      if (headScript && type.startsWith('text/html')) {
+        const html = (await readFile(file, 'utf8')).replace(/<head>/i, (h) => `${h}<script>${headScript}</script>`);
+        res.writeHead(200, { ...headers, 'Content-Type': type });
+        return res.end(req.method === 'HEAD' ? undefined : html);
+      }
       res.writeHead(200, { ...headers, 'Content-Type': type, 'Content-Length': s.size });
       if (req.method === 'HEAD') return res.end();
       createReadStream(file).on('error', () => res.destroy()).pipe(res);

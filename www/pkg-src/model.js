@@ -66,6 +66,7 @@ export class Model {
     if (written?.length) this.written = written;
     this.info.wasmBuild = runtime.build;
     if (runtime.buildNote) this.info.wasmBuildNote = runtime.buildNote;
+    if (runtime.threadsNote && threads > 1) this.info.threadsNote = runtime.threadsNote;
     for (const head of this.heads) this.engine.addHead(head);
     this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
     if (this.info.threads > 1 && !runtime.helpers.warm) {

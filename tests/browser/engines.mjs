@@ -98,9 +98,12 @@ const freePort = () => new Promise((ok, err) => {
   });
 });
 
+// Tall, for full-page screenshots of WebKit (see screenshot below).
+const SCREEN = { width: 1920, height: 4000 };
+
 /** Xvfb on a display of its own choosing (-displayfd): `{ display, stop }`. */
 async function startXvfb() {
-  const x = spawn(XVFB, ['-displayfd', '3', '-screen', '0', '1920x1200x24', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+  const x = spawn(XVFB, ['-displayfd', '3', '-screen', '0', `${SCREEN.width}x${SCREEN.height}x24`, '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
   let stderr = '';
   x.stderr.on('data', (d) => (stderr += d));
   const display = await new Promise((ok, err) => {
@@ -200,10 +203,17 @@ Promise.resolve().then(() => (${fn})(arguments[0])).then(
         if (got[0] !== width) throw new Error(`WebKit: asked for a ${width} px wide viewport, got ${got[0]}`);
       },
       screenshot: async (name) => {
-        // The element screenshot of <html> covers the whole page, not only the viewport.
-        const el = await request('POST', s('/element'), { using: 'css selector', value: 'html' });
-        const png = await request('GET', s(`/element/${Object.values(el)[0]}/screenshot`));
-        writeFileSync(shot(name), Buffer.from(png, 'base64'));
+        // WebKit's screenshots stop at the viewport: the window grows to the page's height for
+        // it (up to the Xvfb screen's), then goes back.
+        const rect = await request('GET', s('/window/rect'));
+        const tall = await request('POST', s('/execute/sync'), { script: 'return document.documentElement.scrollHeight', args: [] });
+        if (tall > rect.height) await request('POST', s('/window/rect'), { width: rect.width, height: Math.min(tall, SCREEN.height) });
+        try {
+          const png = await request('GET', s('/screenshot'));
+          writeFileSync(shot(name), Buffer.from(png, 'base64'));
+        } finally {
+          if (tall > rect.height) await request('POST', s('/window/rect'), { width: rect.width, height: rect.height });
+        }
       },
       errors: async () => [...hooked, ...(await current())],
       close: async () => {

@@ -37,7 +37,7 @@ export function layoutProblems(panel) {
   const radios = [...root.querySelectorAll('input[type=radio]')].filter(shown).map((e) => e.getBoundingClientRect().width).filter((w) => !(w > 0 && w < 40));
   const vw = document.documentElement.clientWidth;
   const outside = [...root.querySelectorAll('*')].filter(shown)
-    .filter((e) => e.getBoundingClientRect().right > vw + 1 && !e.closest('pre, .highlight, textarea'))
+    .filter((e) => e.getBoundingClientRect().right > vw + 1 && !e.parentElement.closest('pre'))
     .map((e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}`).slice(0, 5);
   return { squeezed, apart, tall, radios, outside, overflow: document.documentElement.scrollWidth - window.innerWidth };
 }

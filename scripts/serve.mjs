@@ -29,18 +29,20 @@ const TYPES = {
  * Serves `mounts` ({ '/prefix/': directory }, longest prefix wins); resolves to { url, close }.
  * `fallback`: a file answered, 200 and as HTML, for every path that is not there, as single-page
  * app servers do (Vite, Netlify/Vercel rewrites), to test that webert tells such a page from a file.
+ * `isolated: false` leaves out the cross-origin isolation headers; `headScript` (tests) is put
+ * first in the head of every HTML page, as an inline script.
  */
-export function serve({ mounts, port = 0, fallback = null }) {
+export function serve({ mounts, port = 0, fallback = null, isolated = true, headScript = null }) {
   const table = Object.entries(mounts)
     .map(([prefix, dir]) => [prefix, resolve(dir)])
     .sort((a, b) => b[0].length - a[0].length);
   const server = createServer(async (req, res) => {
-    const headers = {
+    const headers = isolated ? {
       'Cross-Origin-Opener-Policy': 'same-origin',
       'Cross-Origin-Embedder-Policy': 'require-corp',
       'Cross-Origin-Resource-Policy': 'same-origin',
       'Cache-Control': 'no-cache',
-    };
+    } : { 'Cache-Control': 'no-cache' };
     const fail = (code, msg) => {
       res.writeHead(code, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' });
       res.end(msg);
@@ -73,6 +75,11 @@ export function serve({ mounts, port = 0, fallback = null }) {
         s = await stat(file);
       }
       const type = TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream';
+      if (headScript && type.startsWith('text/html')) {
+        const html = (await readFile(file, 'utf8')).replace(/<head>/i, (h) => `${h}<script>${headScript}</script>`);
+        res.writeHead(200, { ...headers, 'Content-Type': type });
+        return res.end(req.method === 'HEAD' ? undefined : html);
+      }
       res.writeHead(200, { ...headers, 'Content-Type': type, 'Content-Length': s.size });
       if (req.method === 'HEAD') return res.end();
       createReadStream(file).on('error', () => res.destroy()).pipe(res);

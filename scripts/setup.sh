@@ -12,6 +12,11 @@ command -v node >/dev/null || need_apt+=(nodejs npm)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 # The browser tests drive Debian's Chromium (playwright-core, no downloaded browsers).
 [ -x /usr/bin/chromium ] || need_apt+=(chromium chromium-driver)
+# And Firefox ESR (WebDriver BiDi, through puppeteer-core) and WebKitGTK (WebKitWebDriver +
+# MiniBrowser, on an Xvfb display): tests/browser/engines.test.mjs.
+[ -x /usr/bin/firefox-esr ] || need_apt+=(firefox-esr)
+[ -x /usr/bin/WebKitWebDriver ] || need_apt+=(webkit2gtk-driver)
+[ -x /usr/bin/Xvfb ] || need_apt+=(xvfb)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
@@ -27,7 +32,9 @@ if [ "$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2)" != "$want" ]; then
   CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     CARGO_PROFILE_RELEASE_DEBUG=0 cargo install wasm-bindgen-cli --version "$want"
 fi
-# Test tooling (playwright-core, vite, typescript, binaryen's wasm-opt), pinned by package-lock.json.
+# Test tooling (playwright-core, puppeteer-core, vite, typescript, binaryen's wasm-opt), pinned by
+# package-lock.json. No browser downloads: the tests drive Debian's browsers.
+export PUPPETEER_SKIP_DOWNLOAD=1
 if ! (cd tests/browser && npm ls --depth=0 >/dev/null 2>&1); then
   # `npm install`, not `npm ci`: vite lists an optional dependency the registry no longer serves,
   # which `npm ci` refuses; the lock file still pins every installed version.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: set-up (idempotent), the Rust test suite against the committed goldens,
-# the library as WebAssembly under WASI, then the npm package (three wasm32 builds) in Node and
-# Chromium.
+# the library as WebAssembly under WASI, then the npm package (three wasm32 builds) in Node,
+# Chromium, Firefox and WebKit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -38,3 +38,8 @@ node --test tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/
 node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
 node --test tests/browser/train.test.mjs
 node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/pretraining_demo.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs tests/browser/faults-browser.test.mjs tests/browser/soak.test.mjs
+# The package and the demo in all three engines (Firefox ESR over WebDriver BiDi, WebKitGTK over
+# W3C WebDriver, and Chromium for comparable figures): builds, tasks against the goldens, the
+# Cache API across dispose(), the demo's tabs with layout checks at 1280 and 390 px. Every
+# browser must be there (scripts/setup.sh installs them).
+WEBERT_REQUIRE_BROWSERS=1 node --test tests/browser/engines.test.mjs

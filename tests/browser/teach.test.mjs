@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODELS, ROOT, golden, requireModels } from './golden.mjs';
 import { launch } from './browser.mjs';
+import { assertLayout, layoutProblems } from './layout.mjs';
 import { serve } from '../../scripts/serve.mjs';
 
 requireModels();
@@ -100,26 +101,10 @@ test('Teach mode lays out at 1280 and 390 px: text a few words wide, radios besi
   await page.check('#cls-teach-mode');
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
-    const r = await page.evaluate(() => {
-      const shown = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
-      const panel = document.querySelector('#panel-cls');
-      // A block of four or more words squeezed under 12em wide is a broken style (one word a line).
-      const em = parseFloat(getComputedStyle(panel).fontSize);
-      const squeezed = [...panel.querySelectorAll('p, label, li')].filter(shown)
-        .filter((e) => e.textContent.trim().split(/\s+/).length >= 4 && e.getBoundingClientRect().width < 12 * em)
-        .map((e) => e.textContent.trim().slice(0, 40));
-      const radios = [...panel.querySelectorAll('input[type=radio]')].map((e) => e.getBoundingClientRect().width);
-      // A radio's label: at most two lines of text.
-      const tall = [...panel.querySelectorAll('label.switch')].filter(shown)
-        .filter((l) => l.getBoundingClientRect().height > 2 * 1.6 * parseFloat(getComputedStyle(l).fontSize))
-        .map((l) => l.textContent.trim());
-      return { squeezed, radios, tall, method: shown(document.querySelector('#cls-method')), overflow: document.documentElement.scrollWidth - window.innerWidth };
-    });
-    assert.deepEqual(r.squeezed, [], `${width} px: squeezed text`);
-    assert.ok(r.radios.every((w) => w > 0 && w < 40), `${width} px: radio widths ${r.radios}`);
-    assert.deepEqual(r.tall, [], `${width} px: wrapped radio labels`);
-    assert.equal(r.method, false, `${width} px: the zero-shot note shows in Teach mode`);
-    assert.ok(r.overflow <= 0, `${width} px: the page is ${r.overflow} px wider than the viewport`);
+    // Text a few words wide, controls beside their labels, nothing past the edge (layout.mjs).
+    assertLayout(`${width} px`, await page.evaluate(layoutProblems, '#panel-cls'));
+    assert.equal(await page.isVisible('#cls-method'), false, `${width} px: the zero-shot note shows in Teach mode`);
+    await page.screenshot({ path: join(ROOT, `target/browser-artifacts/teach-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.check('input[name=cls-mode][value=model]');

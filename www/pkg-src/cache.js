@@ -119,3 +119,26 @@ function parses(url, bytes) {
     return false;
   }
 }
+
+// WebKit (WebKitGTK 2.50, cross-origin isolated page, automation session) drops what a dedicated
+// worker stored in the Cache API when that worker ends, unless another context has the cache
+// open: a model cached from its worker was gone once dispose() ended the worker. So the page
+// opens the model cache before its workers load (and keeps it open), and after a load checks that
+// it sees every entry the worker wrote; one it does not see is reported (`info.cacheError`, a
+// warning event, the console) instead of silently downloaded again next time.
+let pageCache = null;
+
+/** Opens the model cache in this context once and holds it (null where there is none). */
+export function holdModelCache() {
+  if (typeof caches === 'undefined') return Promise.resolve(null);
+  pageCache ??= caches.open(CACHE_NAME).catch(() => null);
+  return pageCache;
+}
+
+/** Of `urls` (entries a worker wrote), those this context does not see in the cache. */
+export async function missingEntries(urls) {
+  const cache = await holdModelCache();
+  if (!cache) return [];
+  const seen = await Promise.all(urls.map((u) => cache.match(u).then((r) => !!r, () => false)));
+  return urls.filter((_, i) => !seen[i]);
+}

@@ -396,7 +396,8 @@ async function fromUrl(base, opts, progress, layout, label) {
   const origin = label ?? root.href.replace(/\/$/, '');
   // `cacheError`: why caching stopped; `stored`: every file is in the cache (for a reload).
   const stored = !!cache && !cache.error;
-  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget, cacheError: cache?.error ?? null, stored };
+  // `written`: what this load put in the cache, for the page to check it was kept (cache.js).
+  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget, cacheError: cache?.error ?? null, stored, written: stored ? written : [] };
 }
 
 /**

@@ -28,7 +28,7 @@ export class Model {
     const { glue } = runtime;
     const layout = JSON.parse(glue.modelFiles());
     layout.pick = (origin, names, dtype) => JSON.parse(glue.pickModelFiles(origin, JSON.stringify(names), dtype ?? undefined));
-    const { origin, files, forget, cacheError, stored } = await gatherFiles(this.source, this.options, report, layout);
+    const { origin, files, forget, cacheError, stored, written } = await gatherFiles(this.source, this.options, report, layout);
     this.options.signal?.throwIfAborted();
     // A browser's download that is not all in the Cache API (caching off or refused) is kept too.
     const refetch = stored === false && !isNode;
@@ -64,8 +64,11 @@ export class Model {
     this.info = JSON.parse(this.engine.info());
     this.info.files = names;
     if (cacheError) this.info.cacheError = cacheError;
+    // For the page, which checks that the browser kept them (cache.js `checkKept`); not kept in `info`.
+    if (written?.length) this.written = written;
     this.info.wasmBuild = runtime.build;
     if (runtime.buildNote) this.info.wasmBuildNote = runtime.buildNote;
+    if (runtime.threadsNote && threads > 1) this.info.threadsNote = runtime.threadsNote;
     for (const head of this.heads) this.engine.addHead(head);
     this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
     if (this.info.threads > 1 && !runtime.helpers.warm) {
@@ -80,7 +83,9 @@ export class Model {
     }
     report?.({ stage: 'ready', bytes: total, total });
     this.idleWarmUp.loaded();
-    return this.info;
+    const cacheWritten = this.written;
+    this.written = null;
+    return cacheWritten ? { ...this.info, cacheWritten } : this.info;
   }
 
   /** Whether the engine is there and belongs to the running instance. */

@@ -36,6 +36,15 @@ function threadsPossible() {
     globalThis.crossOriginIsolated === true && hasRelaxedSimd();
 }
 
+/** Why a browser runs one thread where more were asked for (`info.threadsNote`). */
+function oneThreadWhy() {
+  if (globalThis.crossOriginIsolated !== true) return 'the page is not cross-origin isolated (COOP/COEP headers)';
+  if (typeof SharedArrayBuffer === 'undefined') return 'this engine has no SharedArrayBuffer, even cross-origin isolated';
+  if (typeof Worker === 'undefined') return 'no Web Workers here';
+  if (!hasRelaxedSimd()) return 'the threads build needs relaxed SIMD';
+  return null;
+}
+
 class Runtime {
   constructor() {
     this.started = null;
@@ -51,6 +60,8 @@ class Runtime {
     // one was not taken, for `info`.
     this.build = null;
     this.buildNote = null;
+    // Why more than one thread was asked for and one runs (a browser without the means), or null.
+    this.threadsNote = null;
   }
 
   /**
@@ -80,6 +91,7 @@ class Runtime {
       const missing = missingRelaxedOps();
       notes.push(missing.length === 20 ? 'no relaxed SIMD in this engine' : `this engine lacks relaxed-SIMD opcodes ${missing.join(', ')}`);
     }
+    if (threads > 1 && !isNode && !threadsPossible()) this.threadsNote = `one thread: ${oneThreadWhy()}`;
     if (threads > 1 && threadsPossible()) {
       try {
         return await this.instantiate(report, 'relaxed-simd threads', notes);

@@ -3,6 +3,7 @@
 
 import { isNode, withScheme } from './files.js';
 import { LocalHost, WorkerHost } from './host.js';
+import { holdModelCache, missingEntries } from './cache.js';
 
 const shared = new Map();
 
@@ -28,7 +29,10 @@ export function acquire(model, options, onProgress) {
   }
   const host = inWorker ? new WorkerHost() : new LocalHost();
   const entry = { host, refs: 1, key };
-  entry.ready = host.send({ op: 'load', source, options: inWorker ? rest : { ...rest, signal } }, { onProgress });
+  // A worker's cached files must outlive it (cache.js): the page holds the cache open first.
+  const held = inWorker && rest.cache !== false ? holdModelCache() : null;
+  entry.ready = Promise.resolve(held).then(() => host.send({ op: 'load', source, options: inWorker ? rest : { ...rest, signal } }, { onProgress }))
+    .then((info) => checkKept(info, inWorker, onProgress));
   if (signal) {
     const abort = () => host.fail(signal.reason ?? new DOMException('model loading aborted', 'AbortError'));
     signal.addEventListener('abort', abort, { once: true });
@@ -38,6 +42,20 @@ export function acquire(model, options, onProgress) {
   if (key) shared.set(key, entry);
   entry.ready.catch(() => key && shared.get(key) === entry && shared.delete(key));
   return entry;
+}
+
+/** `info` without the worker's list of cached entries, with `cacheError` set if the page lacks some. */
+async function checkKept(info, inWorker, onProgress) {
+  const { cacheWritten, ...rest } = info;
+  if (!inWorker || !cacheWritten?.length) return rest;
+  const lost = await missingEntries(cacheWritten);
+  if (lost.length) {
+    const message = `webert: the browser did not keep ${lost.length} of the ${cacheWritten.length} files the model's worker stored in the Cache API (${lost[0]}${lost.length > 1 ? ', …' : ''}); this model will be downloaded again next time`;
+    console.warn(message);
+    onProgress?.({ stage: 'warning', message, bytes: 0, total: 0 });
+    rest.cacheError ??= 'not kept: the browser dropped the entries the worker stored';
+  }
+  return rest;
 }
 
 /** One more pipeline on an entry's model (a classifier taught on an encoder pipeline's model). */

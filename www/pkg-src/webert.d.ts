@@ -155,6 +155,8 @@ export interface ModelInfo {
   gpu_failure: string | null;
   /** CPU threads in use (1 on WebGPU, or where the page is not cross-origin isolated). */
   threads: number;
+  /** In a browser, where more than one thread was asked for and one runs: why (not cross-origin isolated, no SharedArrayBuffer as in WebKit, no relaxed SIMD). */
+  threadsNote?: string;
   /** The CPU's integer tile for q4 (`MatMulNBits`) weights, e.g. `relaxed-simd int8` or `simd128 int16`; null when the CPU computes in f32 (`quantized: 'f32'`, or no q4 weights). */
   int_kernel: string | null;
   /**
@@ -172,7 +174,11 @@ export interface ModelInfo {
   wasmBuildNote?: string;
   /** The model folder's files that were read (config, tokenizer, the weights of the dtype chosen), e.g. `['config.json', 'onnx/model_quantized.onnx', 'tokenizer.json']`. */
   files: string[];
-  /** Why the Cache API did not keep this model's files (e.g. `QuotaExceededError: …`); absent when it did or was not used. */
+  /**
+   * Why the Cache API did not keep this model's files (e.g. `QuotaExceededError: …`, or `not
+   * kept: …` where the page does not see what the model's worker stored); absent when it did or
+   * was not used. Either way a `warning` progress event says so.
+   */
   cacheError?: string;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
   adapter?: string | null;

@@ -60,6 +60,7 @@ source scripts/wasm_flags.sh
 # what wasm-bindgen's thread start-up needs.
 threads_flags="-C link-arg=--shared-memory -C link-arg=--max-memory=4294967296 -C link-arg=--import-memory"
 for sym in __wasm_init_tls __tls_size __tls_align __tls_base; do threads_flags+=" -C link-arg=--export=$sym"; done
+optimizing=()
 # name, target features, cargo target dir (one per feature set, so no rebuild evicts another)
 for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxed-simd target/relaxed" \
   "webert_wasm_threads +simd128,+relaxed-simd,+atomics,+bulk-memory,+mutable-globals target/threads"; do
@@ -96,13 +97,19 @@ for build in "webert_wasm +simd128 target" "webert_wasm_relaxed +simd128,+relaxe
   threads=--disable-threads
   [[ $features == *atomics* ]] && threads=--enable-threads
   if [ -x "$opt" ]; then
-    "$opt" -O3 --enable-simd "$relaxed" "$threads" --enable-bulk-memory --enable-sign-ext \
+    # In the background: wasm-opt runs on one core while the next build's (mostly one-core) LTO
+    # link runs on the other.
+    ( "$opt" -O3 --enable-simd "$relaxed" "$threads" --enable-bulk-memory --enable-sign-ext \
       --enable-nontrapping-float-to-int --enable-mutable-globals --enable-reference-types \
-      --enable-multivalue "$tmp/${glue}_bg.wasm" -o "$wasm"
+      --enable-multivalue "$tmp/${glue}_bg.wasm" -o "$wasm" && rm -rf "$tmp" ) &
+    optimizing+=($!)
   else
     cp "$tmp/${glue}_bg.wasm" "$wasm"
+    rm -rf "$tmp"
   fi
-  rm -rf "$tmp"
+done
+for pid in "${optimizing[@]}"; do
+  wait "$pid" || { echo "wasm-opt failed" >&2; exit 1; }
 done
 cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
 echo "$stamp" >"$out/.wasm-stamp"

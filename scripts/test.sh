@@ -4,7 +4,10 @@
 # Chromium, Firefox and WebKit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where the time goes, for keeping CI short: each phase's end, in seconds since the start.
+mark() { echo "== scripts/test.sh: $1 done at ${SECONDS}s" >&2; }
 bash scripts/setup.sh
+mark set-up
 # Mesa's Vulkan drivers want a runtime dir; without one they print an error per device.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # The GPU tests must find the lavapipe adapter here instead of skipping.
@@ -12,6 +15,7 @@ export WEBERT_REQUIRE_GPU=1
 # And the ONNX dtype files scripts/setup.sh builds (tests/onnx_dtypes.rs) must all be there.
 export WEBERT_REQUIRE_ONNX_DTYPES=1
 cargo test --all-targets
+mark "native tests"
 source scripts/wasm_flags.sh
 # The same code as WebAssembly (simd128 + relaxed-simd), run in Node's WASI: the kernels (every
 # wasm tile, simd128 ones included, against naive references), ONNX import, and the tiny model
@@ -33,13 +37,18 @@ grep -q "test result: ok" <<<"$out" && grep -q "relaxed-simd int8 pairs" <<<"$ti
 # then in headless Chromium: the demo page's tabs, 100 overlapping calls, offline, no WebGPU,
 # and fresh Vite / plain-ESM apps that install the `npm pack` tarball. Screenshots:
 # target/browser-artifacts/. Built with the test hooks (`webert/testing`), which the tests use.
+mark "WASI and relaxed-SIMD tile tests"
 WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh --if-changed
+mark "package build"
 node --test tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
 node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
 node --test tests/browser/train.test.mjs
+mark "Node package tests"
 node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/pretraining_demo.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs tests/browser/faults-browser.test.mjs tests/browser/soak.test.mjs
+mark "Chromium tests"
 # The package and the demo in all three engines (Firefox ESR over WebDriver BiDi, WebKitGTK over
 # W3C WebDriver, and Chromium for comparable figures): builds, tasks against the goldens, the
 # Cache API across dispose(), the demo's tabs with layout checks at 1280 and 390 px. Every
 # browser must be there (scripts/setup.sh installs them).
 WEBERT_REQUIRE_BROWSERS=1 node --test tests/browser/engines.test.mjs
+mark "Firefox and WebKit tests"

@@ -782,7 +782,7 @@ test('auto on a GPU: a forced device loss falls back to the CPU and still answer
 test('auto times WebGPU against the CPU at load and keeps the faster: SwiftShader loses', T, async () => {
   const r = await page.evaluate(async () => {
     const { pipeline } = await import('/pkg/webert.js');
-    const embed = await pipeline('feature-extraction', '/models/minilm/', { device: 'auto', allowFallbackAdapter: true });
+    const embed = await pipeline('feature-extraction', '/models/minilm/', { dtype: 'fp32', device: 'auto', allowFallbackAdapter: true });
     const out = await embed('timed at load', { pooling: 'mean' });
     embed.dispose();
     return { probe: embed.info.probe, failure: embed.gpuFailure, backend: out.backend, adapter: embed.adapter, finite: out.data.every(Number.isFinite), dims: out.dims };

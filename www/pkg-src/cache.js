@@ -128,10 +128,13 @@ function parses(url, bytes) {
 // warning event, the console) instead of silently downloaded again next time.
 let pageCache = null;
 
-/** Opens the model cache in this context once and holds it (null where there is none). */
+/**
+ * Opens the model cache in this context and holds it (null where there is none). Opened anew
+ * each time: a handle outlives `caches.delete` (clearCache()) and would then hold a dead cache.
+ */
 export function holdModelCache() {
   if (typeof caches === 'undefined') return Promise.resolve(null);
-  pageCache ??= caches.open(CACHE_NAME).catch(() => null);
+  pageCache = caches.open(CACHE_NAME).catch(() => null);
   return pageCache;
 }
 

@@ -369,7 +369,8 @@ async function fromUrl(base, opts, progress, layout, label) {
   };
 
   const manifestUrl = new URL(MANIFEST, root).href;
-  const key = opts.weights ?? (opts.dtype ? `dtype:${opts.dtype}` : '');
+  // The dtype ("" for the default) names a choice of files, as in the CLI's manifest.
+  const key = opts.weights ?? opts.dtype ?? '';
   const known = cache && (await cache.manifest(manifestUrl))[key];
   if (Array.isArray(known) && known.every((n) => typeof n === 'string')) {
     // (The CLI's manifest lists the shard index, which the engine does not read.)

@@ -363,19 +363,26 @@ export interface Ranked {
  * A result tensor as transformers.js's: row-major `data`, `dims`, `tolist()`; `tensor[i]` is
  * the i-th sub-tensor along the first dimension.
  */
-export declare class Tensor {
-  constructor(type: 'float32' | 'int8' | 'uint8', data: Float32Array | Int8Array | Uint8Array, dims: number[]);
+/** The typed array of each Tensor type. */
+export interface TensorData {
+  float32: Float32Array;
+  int8: Int8Array;
+  uint8: Uint8Array;
+}
+export declare class Tensor<T extends keyof TensorData = 'float32'> {
+  constructor(type: T, data: TensorData[T], dims: number[]);
   /** `'float32'`; `'int8'` / `'uint8'` for bit-packed vectors (`quantize: true`). */
-  readonly type: 'float32' | 'int8' | 'uint8';
-  readonly data: Float32Array | Int8Array | Uint8Array;
+  readonly type: T;
+  readonly data: TensorData[T];
   readonly dims: number[];
   readonly size: number;
-  at(i: number): Tensor;
+  at(i: number): Tensor<T>;
   tolist(): any[];
-  readonly [index: number]: Tensor;
+  readonly [index: number]: Tensor<T>;
 }
 /** Pooled vectors packed into bits, as transformers.js's `quantize_embeddings`. */
-export function quantize_embeddings(tensor: Tensor, precision: 'binary' | 'ubinary'): Tensor;
+export function quantize_embeddings(tensor: Tensor, precision?: 'binary'): Tensor<'int8'>;
+export function quantize_embeddings(tensor: Tensor, precision: 'ubinary'): Tensor<'uint8'>;
 /** Cosine similarity of two vectors, as transformers.js's `cos_sim`. */
 export function cos_sim(a: ArrayLike<number>, b: ArrayLike<number>): number;
 /**
@@ -384,7 +391,9 @@ export function cos_sim(a: ArrayLike<number>, b: ArrayLike<number>): number;
  * last token 0.
  */
 export interface FeatureExtractionPipeline extends PipelineBase {
-  (texts: string | string[], options?: FeatureExtractionOptions): Promise<WithMeta<Tensor>>;
+  (texts: string | string[], options: FeatureExtractionOptions & { quantize: true; precision: 'ubinary' }): Promise<WithMeta<Tensor<'uint8'>>>;
+  (texts: string | string[], options: FeatureExtractionOptions & { quantize: true }): Promise<WithMeta<Tensor<'int8'>>>;
+  (texts: string | string[], options?: FeatureExtractionOptions & { quantize?: false }): Promise<WithMeta<Tensor>>;
   /** Documents by cosine similarity to the query, best first. */
   rank(query: string, documents: string[], options?: CallControl & { pooling?: 'mean' | 'cls' | 'max'; truncation?: Truncation }): Promise<WithMeta<Ranked[]>>;
 }

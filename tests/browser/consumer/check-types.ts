@@ -27,6 +27,8 @@ const data: Float32Array = vec[0].data;
 const states: Tensor = await embed(['x', 'y']);
 const list: any[] = states.tolist();
 const similarity: number = cos_sim(vec[0].data, states[0][0].data);
+const bits: Int8Array = (await embed('x', { pooling: 'mean', quantize: true })).data;
+const ubits: Uint8Array = (await embed('x', { pooling: 'mean', quantize: true, precision: 'ubinary' })).data;
 // @ts-expect-error: no such pooling
 await embed('x', { pooling: 'median' });
 const ranked: Ranked[] = await embed.rank('q', ['d']);

@@ -59,7 +59,8 @@ mod cli {
                       each shape's candidates on the device; 0: by rule; unset: timed on hardware adapters), \
                       WEBERT_GPU_TILINGS (a file: tilings timed by an earlier run are read from it, new ones saved to it), \
                       WEBERT_GPU_MAX_BINDING (bytes: lowers the GPU binding limit), \
-                      WEBERT_GPU_WEIGHTS (packed: q4/q8 weights stay packed on the GPU; dequant; unset: packed on hardware adapters), \
+                      WEBERT_GPU_WEIGHTS (packed: q4/q8 weights stay packed on the GPU; dequant; unset: packed on hardware adapters, \
+                      and integer q8 everywhere), \
                       WEBERT_GPU_Q8 (int: integer dot products; float), \
                       WEBERT_QUANTIZED (int: integer kernels for q4/q8 weights, the default; f32), \
                       WEBERT_MEMORY_BUDGET (bytes for weights and activations, e.g. 4G; default 8G)"

@@ -19,11 +19,14 @@ pub struct GpuOptions {
     /// q4 and q8 weights dequantized to f32/f16 at upload (`Some(true)`) or kept packed (4-bit,
     /// 8-bit codes) and unpacked inside the GEMM (`Some(false)`); `None` packs them on hardware
     /// adapters and dequantizes on software ones, where unpacking costs more than the
-    /// bandwidth it saves (docs/performance.md).
+    /// bandwidth it saves (docs/performance.md). q8 weights on the integer path (`q8_int`)
+    /// stay packed on every adapter unless this is `Some(true)`: that path is a different
+    /// arithmetic (onnxruntime's), not a different storage of the same one.
     pub dequantize: Option<bool>,
     /// q8 weights: `None` computes them with integer dot products (`dot4U8Packed`, activations
-    /// quantized as `DynamicQuantizeLinear`) where WGSL offers them, else in f32 from the packed
-    /// codes; `Some(true)` requires the integer path, `Some(false)` keeps f32.
+    /// quantized as `DynamicQuantizeLinear`) where WGSL offers them and `dequantize` is not
+    /// `Some(true)`, else in f32 (the dequantized weights); `Some(true)` requires the integer
+    /// path, `Some(false)` keeps f32.
     pub q8_int: Option<bool>,
 }
 
@@ -320,16 +323,23 @@ impl GpuContext {
         self.choice.f16_weights
     }
 
-    /// Quantized weights are uploaded dequantized.
+    /// Quantized weights are uploaded dequantized, except q8 weights on the integer path
+    /// (`q8_int`), which are always packed.
     pub fn dequantize(&self) -> bool {
         self.options
             .dequantize
             .unwrap_or_else(|| self.is_software())
     }
 
-    /// q8 weights are computed with integer dot products.
+    /// q8 weights are computed with integer dot products, as onnxruntime computes them. On
+    /// software adapters too: dequantizing them there (faster) would compute q8 in f32, a
+    /// different answer (docs/quantization.md, "Which q8 arithmetic the GPU runs").
     pub fn q8_int(&self) -> bool {
-        !self.dequantize() && self.int_dot && self.options.q8_int != Some(false)
+        self.int_dot
+            && match self.options.q8_int {
+                Some(int) => int,
+                None => self.options.dequantize != Some(true),
+            }
     }
 
     /// What tells this adapter and driver apart from others, for caches of timings.

@@ -5,9 +5,10 @@
 //! a buffer of its own, bound whole, so no offset alignment is involved. With `shader-f16`,
 //! the GEMM weight matrices are stored as f16.
 //!
-//! Quantized GEMM weights stay packed unless `GpuOptions::dequantize` (see `packed.rs`): q4
-//! block codes 8 per u32 with f32 block scales and 4-bit zero points, q8 codes 4 per u32 with
-//! per-column scales and zero points; each chunk carries those extra buffers as `aux`.
+//! Quantized GEMM weights stay packed unless `GpuOptions::dequantize` (see `packed.rs`; q8
+//! weights on the integer path stay packed regardless): q4 block codes 8 per u32 with f32 block
+//! scales and 4-bit zero points, q8 codes 4 per u32 with per-column scales and zero points; each
+//! chunk carries those extra buffers as `aux`.
 
 use super::context::GpuContext;
 use super::packed::{self, Packed};
@@ -86,9 +87,14 @@ pub fn upload(
         if half[i] {
             total.gemm_dequantized += float_row * rows as u64;
         }
-        // Only GEMM-only weights (`half`) may stay packed: nothing else reads codes.
-        let form = match half[i] && !ctx.dequantize() {
-            true => packed::form(t, cols, ctx.q8_int()),
+        // Only GEMM-only weights (`half`) may stay packed: nothing else reads codes. Integer
+        // q8 weights are packed even where the others are dequantized (`GpuContext::q8_int`).
+        let form = match half[i] {
+            true => match packed::form(t, cols, ctx.q8_int()) {
+                Packed::Q8Int => Packed::Q8Int,
+                _ if ctx.dequantize() => Packed::None,
+                p => p,
+            },
             false => Packed::None,
         };
         let row_bytes = match form {

@@ -130,7 +130,8 @@ impl ModelLoader {
 
     /// How WebGPU keeps q4 and q8 weights: `packed` (their 4- or 8-bit codes, unpacked inside
     /// the GEMM) or `dequantized` (f32/f16 at upload); by default packed on hardware adapters
-    /// and dequantized on software ones.
+    /// and dequantized on software ones, except q8 weights on the integer path (packed on every
+    /// adapter; `dequantized` computes them in f32).
     #[wasm_bindgen(js_name = setGpuWeights)]
     pub fn set_gpu_weights(&mut self, kind: &str) -> Result<(), JsError> {
         self.gpu_dequantize = Some(!either("gpuWeights", kind, "packed", "dequantized")?);

@@ -53,8 +53,10 @@ export interface PipelineOptions {
    * 32, int8 where the engine has relaxed SIMD (faster; scores move by a few hundredths,
    * labels and spans equal on the goldens), int16 elsewhere (scores within a few ten-thousandths;
    * figures in the repository's docs/quantization.md). `'f32'`: dequantized f32 weights, the
-   * math of ONNX Runtime. WebGPU computes in
-   * f32 (or f16) either way.
+   * math of ONNX Runtime. q8/int8/uint8 weights (ONNX `MatMulInteger`): `'int'` computes them
+   * as ONNX Runtime does (activations quantized per sequence, integer dot products), on the
+   * CPU and on WebGPU alike; `'f32'` with the dequantized weights on both. WebGPU computes q4
+   * in f32 (or f16) either way.
    */
   quantized?: 'int' | 'f32';
   /**
@@ -66,7 +68,9 @@ export interface PipelineOptions {
   /**
    * How WebGPU keeps q4/q8 weights: `'packed'` (their 4- or 8-bit codes in GPU memory, unpacked
    * inside the matrix products: 4–8x less memory) or `'dequantized'` (f32/f16 at upload).
-   * Default: packed on hardware adapters, dequantized on software ones (SwiftShader).
+   * Default: packed on hardware adapters, dequantized on software ones (SwiftShader), except
+   * q8 weights computed as ONNX Runtime does (`quantized: 'int'`), which stay packed everywhere;
+   * `'dequantized'` computes those in f32 too.
    */
   gpuWeights?: 'packed' | 'dequantized';
   /**

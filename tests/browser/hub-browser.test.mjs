@@ -196,3 +196,25 @@ test('demo: the fluency entry (a ModernBERT masked LM by id) ranks sentences', T
   assert.ok(hub.requests('onnx-community/ettin-encoder-32m-ONNX', 'onnx/model_quantized.onnx').some((r) => r.method === 'GET'));
   await demo.close();
 });
+
+test("in a browser an id with no dtype loads q8 where the repo has it (transformers.js's choice), with its progress events", T, async () => {
+  const ID = 'Xenova/all-MiniLM-L6-v2';
+  const gets = (file) => hub.requests(ID, file).filter((r) => r.method === 'GET').length;
+  const before = gets('model.safetensors');
+  const r = await page.evaluate(async ({ host, id }) => {
+    const { pipeline, env } = await import('/pkg/webert.js');
+    env.remoteHost = host;
+    const events = [];
+    const p = await pipeline('feature-extraction', id, { device: 'cpu', cache: false, progress_callback: (e) => events.push(e) });
+    const files = p.info.files;
+    p.dispose();
+    return { files, events: events.filter((e) => e.status) };
+  }, { host: hub.url, id: ID });
+  assert.ok(r.files.includes('onnx/model_quantized.onnx'), r.files.join(', '));
+  assert.equal(gets('model.safetensors'), before, 'no f32 weights fetched');
+  const weights = r.events.filter((e) => e.file === 'onnx/model_quantized.onnx');
+  assert.deepEqual([weights[0].status, weights[1].status, weights.at(-1).status], ['initiate', 'download', 'done']);
+  const last = weights.filter((e) => e.status === 'progress').at(-1);
+  assert.ok(last.progress === 100 && last.loaded === last.total && last.total > 1e6, JSON.stringify(last));
+  assert.deepEqual(r.events.at(-1), { status: 'ready', task: 'feature-extraction', model: ID });
+});

@@ -7,6 +7,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { MODELS, PKG, ROOT, golden, requireModels } from './golden.mjs';
 import { serveHub } from '../mock-hub.mjs';
 
@@ -31,11 +33,18 @@ const REPOS = {
 const G = Object.fromEntries(golden('snippets.json').cases.map((c) => [c.name, c.output]));
 let hub;
 
+let cacheDir;
 before(async () => {
   hub = await serveHub({ repos: REPOS });
   env.remoteHost = hub.url;
+  // Node keeps ids on disk (default: in the package's folder); here, in a folder of this run.
+  cacheDir = mkdtempSync(join(tmpdir(), 'webert-snippets-'));
+  env.cacheDir = cacheDir;
 });
-after(() => hub.close());
+after(() => {
+  hub.close();
+  rmSync(cacheDir, { recursive: true, force: true });
+});
 
 const close = (a, b, tol = 1e-4) => Math.abs(a - b) <= tol;
 function assertLabels(got, want) {
@@ -182,6 +191,20 @@ test('feature-extraction: mean pooling and normalization, a [1, 384] Tensor', as
   const want = flat(G['features mean normalized']);
   assert.ok([...output.data].every((x, i) => close(x, want[i])));
   assert.ok(close(output.data[0], 0.09528215229511261) && close(output.data[1], -0.024730168282985687));
+});
+
+test('feature-extraction: mean pooling and binary quantization, an int8 [1, 48] Tensor', async () => {
+  const extractor = await pipeline('feature-extraction', 'onnx-community/all-MiniLM-L6-v2-ONNX');
+  const output = await extractor('This is a simple test.', { pooling: 'mean', quantize: true, precision: 'binary' });
+  assert.equal(output.type, 'int8');
+  assert.ok(output.data instanceof Int8Array);
+  assert.deepEqual(output.dims, [1, 48]);
+  // The signs of PyTorch's pooled vector, 8 a byte, minus 128 (sentence-transformers' packing).
+  const signs = flat(G['features mean normalized']).map((x) => (x > 0 ? 1 : 0));
+  const want = Array.from({ length: 48 }, (_, j) => signs.slice(8 * j, 8 * j + 8).reduce((b, bit) => (b << 1) | bit, 0) - 128);
+  assert.deepEqual([...output.data], want);
+  // The documented first values.
+  assert.deepEqual([...output.data.slice(0, 3)], [49, 108, 25]);
 });
 
 test('feature-extraction: sentences, output.tolist() and cos_sim', async () => {

@@ -14,6 +14,8 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 export WEBERT_REQUIRE_GPU=1
 # And the ONNX dtype files scripts/setup.sh builds (tests/onnx_dtypes.rs) must all be there.
 export WEBERT_REQUIRE_ONNX_DTYPES=1
+# And every browser engine (Chromium, Firefox ESR, WebKitGTK: scripts/setup.sh installs them).
+export WEBERT_REQUIRE_BROWSERS=1
 cargo test --all-targets
 mark "native tests"
 source scripts/wasm_flags.sh
@@ -50,5 +52,5 @@ mark "Chromium tests"
 # W3C WebDriver, and Chromium for comparable figures): builds, tasks against the goldens, the
 # Cache API across dispose(), the demo's tabs with layout checks at 1280 and 390 px. Every
 # browser must be there (scripts/setup.sh installs them).
-WEBERT_REQUIRE_BROWSERS=1 node --test tests/browser/engines.test.mjs
+node --test tests/browser/engines.test.mjs
 mark "Firefox and WebKit tests"

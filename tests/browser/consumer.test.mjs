@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHROMIUM_BACKEND, MODELS, NODE_BACKEND, PKG, ROOT, golden, entitiesU16, requireModels } from './golden.mjs';
 import { launch } from './browser.mjs';
+import { CONSOLE_HOOK, missing, openEngine } from './engines.mjs';
 import { serve } from '../../scripts/serve.mjs';
 
 requireModels();
@@ -126,11 +127,8 @@ async function vite(args) {
 
 /** No request of the README's example fails (SPA hosts answer index.html for missing files: told apart from files), and the console has no error. */
 function quiet({ logs, failed }, what) {
-  // A dev server has no favicon.ico; the browser asks for one on its own.
-  const model = failed.filter((f) => !f.endsWith('/favicon.ico'));
-  assert.deepEqual(model, [], `${what}: failed requests`);
-  let favicon = failed.length - model.length;
-  const errors = logs.filter((l) => /^\[(error|pageerror)\]/.test(l) && !(/status of 404/.test(l) && favicon-- > 0));
+  assert.deepEqual(failed, [], `${what}: failed requests`);
+  const errors = logs.filter((l) => /^\[(error|pageerror)\]/.test(l));
   assert.deepEqual(errors, [], `${what}: console errors`);
 }
 
@@ -172,5 +170,44 @@ test('a plain static server that answers missing files with its index.html (an S
     quiet(await check(`${server.url}plain.html`, 'SPA fallback'), 'SPA fallback');
   } finally {
     await server.close();
+  }
+});
+
+test('the Vite build and the plain ESM page run in Firefox and WebKit too', T, async (t) => {
+  const c = golden('pii.json').cases.find((x) => x.name === 'unicode');
+  const want = entitiesU16(c.text, c.pipeline.first).map((e) => [e.entity_group, e.start, e.end]);
+  // (The hook keeps console errors where the driver reports none: WebKit's.)
+  const built = await serve({ mounts: { '/': join(app, 'dist'), '/models/': MODELS }, headScript: CONSOLE_HOOK });
+  const plain = await serve({ mounts: { '/': app, '/models/': MODELS }, headScript: CONSOLE_HOOK });
+  try {
+    for (const engine of ['firefox', 'webkit']) {
+      if (missing(engine).length && !process.env.WEBERT_REQUIRE_BROWSERS) {
+        t.diagnostic(`${engine}: not installed (${missing(engine).join(', ')}), skipped`);
+        continue;
+      }
+      const b = await openEngine(engine);
+      try {
+        for (const [url, what] of [[built.url, 'vite build'], [`${plain.url}plain.html`, 'plain ESM']]) {
+          await b.goto(`${url}?text=${encodeURIComponent(c.text)}`);
+          let out = null;
+          for (let i = 0; i < 600 && !(out?.result || out?.error); i++) {
+            await new Promise((ok) => setTimeout(ok, 200));
+            out = await b.evaluate(() => ({ result: document.querySelector('#out')?.dataset.result ?? null, error: document.querySelector('#out')?.dataset.error ?? null }));
+          }
+          assert.equal(out?.error, null, `${engine} ${what}: ${out?.error}`);
+          assert.ok(out?.result, `${engine} ${what}: no answer in 120 s`);
+          const { entities } = JSON.parse(out.result);
+          assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), want, `${engine} ${what}`);
+        }
+        // The pages logged no error.
+        const errors = await b.errors();
+        assert.deepEqual(errors, [], `${engine}: console errors`);
+      } finally {
+        await b.close();
+      }
+    }
+  } finally {
+    await built.close();
+    await plain.close();
   }
 });

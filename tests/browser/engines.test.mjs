@@ -450,6 +450,33 @@ for (const engine of WANT) {
     });
   }
 
+  // (Chromium's: demo.test.mjs.)
+  if (engine !== 'chromium') {
+    test(`${engine}: the demo works offline after the first visit (service worker + Cache API)`, { ...T, skip }, async () => {
+      const own = await serve({ mounts: { '/': join(ROOT, 'www'), '/models/': MODELS }, headScript: CONSOLE_HOOK });
+      const b = await openEngine(engine);
+      try {
+        await b.goto(own.url);
+        await b.evaluate(waitFor, ["document.querySelector('#backend').textContent.startsWith('CPU')", 180_000]);
+        const sw = await b.evaluate(async () => ('serviceWorker' in navigator ? (await navigator.serviceWorker.ready, true) : false));
+        assert.ok(sw, `${engine}: no service worker`);
+        await own.close(); // nothing answers on that port any more
+        await b.goto(own.url);
+        await b.evaluate(waitFor, ["document.querySelector('#backend').textContent.startsWith('CPU')", 180_000]);
+        const c = golden('pii.json').cases[0];
+        await b.evaluate(act, [['check', '#ner-patterns', false], ['set', '#ner-text', c.text]]);
+        assert.equal(await b.evaluate(runTab, 'ner'), null, 'PII tab error, offline');
+        const marks = await b.evaluate(() => [...document.querySelectorAll('#ner-out mark')].map((m) => [m.dataset.label, Number(m.dataset.start), Number(m.dataset.end)]));
+        assert.deepEqual(marks, entitiesU16(c.text, c.pipeline.first).map((e) => [e.entity_group, e.start, e.end]));
+        figures[engine] ??= { version: b.version, matrix: {} };
+        figures[engine].matrix.offline = 'the demo reloads and answers with its server gone';
+      } finally {
+        await b.close();
+        await own.close();
+      }
+    });
+  }
+
   test(`${engine}: the demo's tabs and modes answer, without console errors; layout at 1280 and 390 px`, { ...T, skip }, async () => {
     const t0 = Date.now();
     const b = await openEngine(engine);

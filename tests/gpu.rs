@@ -850,25 +850,35 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
 /// the CPU's.
 #[test]
 fn timed_tilings_under_rounded_timestamps_repeat_and_match_cpu() {
-    let Some(gpu) = timed_gpu(odd_model()) else {
-        return;
-    };
-    gpu.round_gpu_timestamps_for_test(0.1);
     let cpu = load(odd_model(), LoadOptions::cpu()).unwrap();
-    assert_mlm_matches_cpu(&gpu, &cpu, "rounded timestamps");
-    let timings = gpu.gpu_gemm_timings();
-    assert!(!timings.is_empty());
-    for line in &timings {
-        // Each shape's candidates repeat (beyond once per weight) until the rule's pass lasts
-        // 20 rounding steps, or 512 times; the best of the later rounds may come in under
-        // that (a shared machine's noise), not under half. On a loaded machine (other GPU
-        // tests share lavapipe's threads) one run per weight may already last that long: then
-        // none repeats, and a shape with one weight runs once.
-        let timed = candidate_timings(line);
-        let (rule_ms, reps) = timed[0];
-        assert!(rule_ms * reps as f64 >= 1.0 || reps == 512, "{line}");
-        assert!(timed.iter().all(|&(ms, n)| ms > 0.0 && n == reps), "{line}");
+    let mut short = Vec::new();
+    // Timing on a shared machine: a load spike during the first pass (which sets the repeats)
+    // can make the later, best rounds far faster; the property must hold in one of 3 loads.
+    for _ in 0..3 {
+        let Some(gpu) = timed_gpu(odd_model()) else {
+            return;
+        };
+        gpu.round_gpu_timestamps_for_test(0.1);
+        assert_mlm_matches_cpu(&gpu, &cpu, "rounded timestamps");
+        let timings = gpu.gpu_gemm_timings();
+        assert!(!timings.is_empty());
+        short.clear();
+        for line in &timings {
+            // Each shape's candidates repeat (beyond once per weight) until the rule's pass
+            // lasts 20 rounding steps, or 512 times; the best of the later rounds may come in
+            // under that (noise), not under half.
+            let timed = candidate_timings(line);
+            let (rule_ms, reps) = timed[0];
+            assert!(timed.iter().all(|&(ms, n)| ms > 0.0 && n == reps), "{line}");
+            if rule_ms * (reps as f64) < 1.0 && reps != 512 {
+                short.push(line.clone());
+            }
+        }
+        if short.is_empty() {
+            return;
+        }
     }
+    panic!("passes shorter than half the target in 3 loads: {short:?}");
 }
 
 /// A device that refuses the timing of GEMM tilings (caught by an error scope) leaves the

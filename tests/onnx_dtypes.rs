@@ -10,7 +10,7 @@ use common::*;
 use pollster::block_on;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use webert::engine::{Device, GpuOptions, LoadOptions, Quantized, Want};
+use webert::engine::{LoadOptions, Quantized, Want};
 
 fn cache_dir() -> PathBuf {
     std::env::var("WEBERT_ONNX_DTYPES")
@@ -266,14 +266,7 @@ fn every_dtype_matches_onnxruntime_on_the_gpu() {
         let (model, dtype) = (str_of(entry, "model"), str_of(entry, "dtype"));
         let what = format!("{model} {} {dtype} on the GPU", str_of(entry, "export"));
         let folder = folder(entry, &path);
-        let options = LoadOptions {
-            device: Device::Gpu,
-            gpu: GpuOptions {
-                f16: Some(false),
-                ..GpuOptions::DEFAULT
-            },
-            ..Default::default()
-        };
+        let options = gpu_f32();
         let files = webert::model::ModelFiles::from_dir(&folder).unwrap();
         let e = match block_on(webert::engine::Engine::load(files, options)) {
             Ok(e) => e,

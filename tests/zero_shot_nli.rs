@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use pollster::block_on;
-use webert::engine::{Device, Engine, GpuOptions, LoadOptions};
+use webert::engine::Engine;
 use webert::model::ModelFiles;
 use webert::tasks::zero_shot::{method, zero_shot_many, Method, ZeroShotOptions};
 
@@ -62,14 +62,7 @@ fn nli_zero_shot_matches_the_hf_pipeline_on_cpu() {
 #[test]
 fn nli_zero_shot_matches_the_hf_pipeline_on_gpu() {
     let files = ModelFiles::from_dir(nli_dir()).unwrap();
-    let options = LoadOptions {
-        device: Device::Gpu,
-        gpu: GpuOptions {
-            f16: Some(false),
-            ..GpuOptions::DEFAULT
-        },
-        ..Default::default()
-    };
+    let options = gpu_f32();
     match block_on(Engine::load(files, options)) {
         Ok(e) => check(&e, "gpu"),
         Err(err)

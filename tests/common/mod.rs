@@ -84,6 +84,19 @@ pub fn engine(dir: &Path) -> Engine {
     try_engine(dir).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()))
 }
 
+/// The GPU executor with f32 weights (the goldens' precision), its other settings the defaults.
+#[allow(dead_code)]
+pub fn gpu_f32() -> LoadOptions {
+    LoadOptions {
+        device: webert::engine::Device::Gpu,
+        gpu: webert::engine::GpuOptions {
+            f16: Some(false),
+            ..webert::engine::GpuOptions::DEFAULT
+        },
+        ..Default::default()
+    }
+}
+
 pub fn try_engine(dir: &Path) -> webert::Result<Engine> {
     let files = ModelFiles::from_dir(dir)?;
     pollster::block_on(Engine::load(files, LoadOptions::cpu()))

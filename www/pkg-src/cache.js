@@ -91,9 +91,7 @@ export class ModelCache {
 
   /** Sets (or with `names` null, removes) `key` in the manifest at `url`. */
   async setManifest(url, key, names) {
-    const all = await this.manifest(url);
-    if (names) all[key] = names;
-    else delete all[key];
+    const all = withKey(await this.manifest(url), key, names);
     if (this.error && names) return;
     try {
       const body = JSON.stringify(all);
@@ -108,6 +106,13 @@ export class ModelCache {
     for (const url of [...this.used]) await this.delete(url);
     await this.setManifest(manifestUrl, key, null);
   }
+}
+
+/** A manifest (`{ key: [file names] }`) with `key` set to `names`, or removed when null. */
+export function withKey(all, key, names) {
+  if (names) all[key] = names;
+  else delete all[key];
+  return all;
 }
 
 function parses(url, bytes) {

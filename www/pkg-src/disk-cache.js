@@ -4,6 +4,7 @@
 // nothing. The same interface as cache.js's ModelCache; files are written whole (a temporary
 // file, then a rename), so a process killed mid-write leaves no half file behind.
 
+import { withKey } from './cache.js';
 import { env } from './env.js';
 
 const fsName = 'node:fs/promises';
@@ -103,9 +104,7 @@ class DiskCache {
   }
 
   async setManifest(url, key, names) {
-    const all = await this.manifest(url);
-    if (names) all[key] = names;
-    else delete all[key];
+    const all = withKey(await this.manifest(url), key, names);
     if (this.error && names) return;
     const target = this.file(url);
     const temp = `${target}.part-${process.pid}`;

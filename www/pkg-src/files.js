@@ -13,7 +13,6 @@ const MANIFEST = '.webert-files.json';
 // `{ required, text, weights }`: the files a folder must have, the text files read when
 // present, and the weight files in the engine's order of preference.
 
-export { isNode };
 
 /**
  * The files of `names` that the engine needs: config, tokenizer, and one set of weights (the

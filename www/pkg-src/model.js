@@ -2,7 +2,8 @@
 // WebGPU or the CPU, runs its calls one at a time in order, and loads it again after a trap
 // restarted the WebAssembly instance.
 
-import { gatherFiles, isNode } from './files.js';
+import { gatherFiles } from './files.js';
+import { isNode } from './platform.js';
 import { defaultThreads, runtime, webgpuAdapter } from './runtime.js';
 import { restoreTilings, saveTilings } from './tilings.js';
 import { IdleWarmUp, warmHelpers } from './warmup.js';

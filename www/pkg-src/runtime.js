@@ -2,7 +2,7 @@
 // starts, the thread helpers sharing its memory, and a fresh instance after a trap. One runtime
 // per context, since wasm-bindgen's glue holds a single instance.
 
-import { isNode } from './files.js';
+import { isNode } from './platform.js';
 import { HelperPool } from './pool.js';
 import { RELAXED_BUILD_URL, SIMD128_BUILD_URL, hasRelaxedSimd, missingRelaxedOps } from './simd.js';
 

@@ -1,7 +1,8 @@
 // The hosts of this context's pipelines: a URL model is loaded once for all pipelines with equal
 // options, and its host ends with the last of them.
 
-import { isNode, withScheme } from './files.js';
+import { withScheme } from './files.js';
+import { isNode } from './platform.js';
 import { LocalHost, WorkerHost } from './host.js';
 import { holdModelCache, missingEntries } from './cache.js';
 

@@ -3,7 +3,7 @@
 // engine fits scikit-learn's LogisticRegression(C) on them; the result is a text-classification
 // pipeline whose head is a small safetensors file (`exportHead()`, `pipeline(..., { head })`).
 
-import { isNode } from './files.js';
+import { isNode } from './platform.js';
 import { ENTRY, acquire, release, retain } from './sharing.js';
 
 /** Texts embedded per call: progress between them, and results well under the express lane's 1 MB. */

@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Where the time goes, for keeping CI short: each phase's end, in seconds since the start.
 mark() { echo "== scripts/test.sh: $1 done at ${SECONDS}s" >&2; }
+# A browser test that hangs (a child process left running) fails here in 20 minutes instead of
+# running CI out of time.
+bounded() { timeout --kill-after=30s 1200s "$@"; }
 bash scripts/setup.sh
 mark set-up
 # Mesa's Vulkan drivers want a runtime dir; without one they print an error per device.
@@ -42,15 +45,15 @@ grep -q "test result: ok" <<<"$out" && grep -q "relaxed-simd int8 pairs" <<<"$ti
 mark "WASI and relaxed-SIMD tile tests"
 WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh --if-changed
 mark "package build"
-node --test tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
-node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
-node --test tests/browser/train.test.mjs
+bounded node --test tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
+bounded node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
+bounded node --test tests/browser/train.test.mjs
 mark "Node package tests"
-node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/pretraining_demo.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs tests/browser/faults-browser.test.mjs tests/browser/soak.test.mjs
+bounded node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/pretraining_demo.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs tests/browser/faults-browser.test.mjs tests/browser/soak.test.mjs
 mark "Chromium tests"
 # The package and the demo in all three engines (Firefox ESR over WebDriver BiDi, WebKitGTK over
 # W3C WebDriver, and Chromium for comparable figures): builds, tasks against the goldens, the
 # Cache API across dispose(), the demo's tabs with layout checks at 1280 and 390 px. Every
 # browser must be there (scripts/setup.sh installs them).
-node --test tests/browser/engines.test.mjs
+bounded node --test tests/browser/engines.test.mjs
 mark "Firefox and WebKit tests"

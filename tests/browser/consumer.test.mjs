@@ -107,12 +107,20 @@ function freePort() {
 /** `vite` (the dev server) or `vite preview` in the app, until `close()`. */
 async function vite(args) {
   const port = await freePort();
-  const child = spawn(join(BIN, 'vite'), [...args, '--host', '127.0.0.1', '--port', String(port), '--strictPort'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Vite colours its banner where the environment asks for colour (CI may), even inside the URL.
+  const env = { ...process.env, NO_COLOR: '1' };
+  delete env.FORCE_COLOR;
+  const child = spawn(join(BIN, 'vite'), [...args, '--host', '127.0.0.1', '--port', String(port), '--strictPort'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stop = () => child.exitCode === null && child.kill();
+  process.once('exit', stop);
   let said = '';
   await new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`vite ${args.join(' ')} did not start in 60 s: ${said}`)), 60_000);
+    const timer = setTimeout(() => {
+      stop();
+      fail(new Error(`vite ${args.join(' ')} did not start in 60 s: ${said}`));
+    }, 60_000);
     const hear = (b) => {
-      said += b;
+      said += String(b).replace(/\x1b\[[0-9;]*m/g, '');
       if (said.includes(`:${port}`)) {
         clearTimeout(timer);
         ok();
@@ -122,7 +130,7 @@ async function vite(args) {
     child.stderr.on('data', hear);
     child.once('exit', (code) => fail(new Error(`vite ${args.join(' ')} exited (${code}): ${said}`)));
   });
-  return { url: `http://127.0.0.1:${port}/`, close: () => child.kill() };
+  return { url: `http://127.0.0.1:${port}/`, close: stop };
 }
 
 /** No request of the README's example fails (SPA hosts answer index.html for missing files: told apart from files), and the console has no error. */

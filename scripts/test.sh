@@ -27,7 +27,10 @@ source scripts/wasm_flags.sh
 # families against PyTorch. The simd128-only binary is the package's, built and run against the
 # goldens in Node below. (The real-model goldens pass here too, but Node 20 WASI crashes
 # intermittently around them; see wasi-run.mjs.)
+# (Built without LTO and in 16 codegen units: these test the kernels' code, not the shipped
+# binary, which the package tests below do; a third of the build time on two cores.)
 CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings --experimental-wasm-relaxed-simd scripts/wasi-run.mjs" \
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
   RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd $wasm_codegen" \
   cargo test --release --target wasm32-wasip1 --target-dir target/relaxed --lib --test families
 # The relaxed build's integer kernel tests in Chromium, whose V8 runs the relaxed int8 tiles
@@ -53,7 +56,8 @@ bounded node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/brows
 mark "Chromium tests"
 # The package and the demo in all three engines (Firefox ESR over WebDriver BiDi, WebKitGTK over
 # W3C WebDriver, and Chromium for comparable figures): builds, tasks against the goldens, the
-# Cache API across dispose(), the demo's tabs with layout checks at 1280 and 390 px. Every
-# browser must be there (scripts/setup.sh installs them).
-bounded node --test tests/browser/engines.test.mjs
+# Cache API across dispose(), the demo's tabs with layout checks at 1280 and 390 px; then the
+# Chromium suite's faults and a short soak in Firefox and WebKit. Every browser must be there
+# (scripts/setup.sh installs them).
+bounded node --test tests/browser/engines.test.mjs tests/browser/engine-faults.test.mjs
 mark "Firefox and WebKit tests"

@@ -87,6 +87,14 @@ fn untruncated_inputs(g: &serde_json::Value) -> Vec<(&str, Option<&str>)> {
         .collect()
 }
 
+/// The untruncated inputs in two batches: the short texts, and the long one alone. In one
+/// batch every text would be padded to the long one's length, which costs lavapipe minutes a
+/// model and checks nothing [`minilm_hidden_states_and_batches_match_cpu`] does not.
+fn short_and_long(g: &serde_json::Value) -> [Vec<(&str, Option<&str>)>; 2] {
+    let (short, long) = (untruncated_inputs(g).into_iter()).partition(|(t, _)| t.len() < 200);
+    [short, long]
+}
+
 #[test]
 fn minilm_hidden_states_and_batches_match_cpu() {
     let Some((gpu, cpu)) = pair(&model_dir("minilm")) else {
@@ -144,10 +152,17 @@ fn pii_entities_match_cpu() {
         .iter()
         .map(|c| str_of(c, "text"))
         .collect();
-    texts.push(str_of(&g["long"], "text"));
+    let long = str_of(&g["long"], "text");
+    texts.push(long);
     for text in texts {
-        // The forward pass is the same for every strategy; two cover token and word outputs.
-        for agg in ["none", "first"] {
+        // The forward pass is the same for every strategy; two cover token and word outputs
+        // (one for the long text's windows, seconds each on lavapipe).
+        let aggs: &[&str] = if text == long {
+            &["first"]
+        } else {
+            &["none", "first"]
+        };
+        for &agg in aggs {
             let opts = ner::NerOptions {
                 aggregation: webert::error::parse_name("aggregation", agg).unwrap(),
                 max_len: Some(128),
@@ -198,7 +213,10 @@ fn classification_and_qa_heads_match_cpu() {
     }
     let dir = with_head("qa");
     let Some((gpu, cpu)) = pair(&dir) else { return };
-    for case in golden("qa.json")["cases"].as_array().unwrap() {
+    // Windows of several sizes and strides; the 2,500-character context (seven 384-token
+    // windows, minutes on lavapipe) is left to the CPU's golden test.
+    let cases = golden("qa.json")["cases"].as_array().unwrap().clone();
+    for case in cases.iter().filter(|c| str_of(c, "context").len() < 2000) {
         let p = &case["params"];
         let opts = qa::QaOptions {
             top_k: 3,
@@ -676,12 +694,13 @@ fn f16_matches_cpu(compute: bool) {
         gpu.backend()
     );
     let g = golden("minilm.json");
-    let inputs = untruncated_inputs(&g);
-    let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
-    let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let c = cosine(&x.concat(), &y.concat());
-        assert!(c >= 0.999, "case {i}: cosine {c}");
+    for inputs in short_and_long(&g) {
+        let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
+        let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            let c = cosine(&x.concat(), &y.concat());
+            assert!(c >= 0.999, "{:.20}: cosine {c}", inputs[i].0);
+        }
     }
     let (Some(gpu), cpu) = pair_f16(&model_dir("pii")) else {
         return;
@@ -797,14 +816,16 @@ fn timed_gpu(files: ModelFiles) -> Option<Engine> {
 /// GEMM tilings chosen by timing (forced on here; by default only hardware adapters time
 /// them): the same hidden states as the CPU, every GEMM's tiling reported as timed, and a
 /// second model of the same shapes on the same adapter reusing the timings instead of
-/// timing again.
+/// timing again. On a small model of its own (96 wide, 2 layers): every candidate tiling is a
+/// pipeline compiled and run, minutes a shape on lavapipe for MiniLM's; and shapes of its own,
+/// as timings are kept per process and shape.
 #[test]
 fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
-    let dir = model_dir("minilm");
+    let model = || odd_model_sized(96, 3);
     let g = golden("minilm.json");
     let mut inputs = untruncated_inputs(&g);
     inputs.retain(|(text, _)| text.len() < 200);
-    let Some(gpu) = timed_gpu(ModelFiles::from_dir(&dir).unwrap()) else {
+    let Some(gpu) = timed_gpu(model()) else {
         return;
     };
     assert!(
@@ -812,7 +833,7 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
         "{}",
         gpu.backend()
     );
-    let cpu = engine(&dir);
+    let cpu = load(model(), LoadOptions::cpu()).unwrap();
     let want = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
     let got = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
@@ -823,20 +844,33 @@ fn timed_gemm_tilings_match_cpu_and_are_timed_once() {
     let short_cpu = block_on(cpu.run(&encs, Want::Hidden, &[])).unwrap();
     assert_close("timed short", &short[0].hidden, &short_cpu[0].hidden, 1e-3);
     let timings = gpu.gpu_gemm_timings();
-    // MiniLM's four linear shapes, per distinct number of rows run.
-    assert!(!timings.is_empty() && timings.len() % 4 == 0, "{timings:?}");
+    // Each shape timed once per distinct number of rows run: the layers' four (fused QKV,
+    // attention output, the two MLP ones) at every row count, and the MLM head's.
+    let rows: std::collections::BTreeSet<&str> = (timings.iter())
+        .map(|l| l.split('x').next().unwrap())
+        .collect();
+    assert!(!rows.is_empty(), "{timings:?}");
+    for m in &rows {
+        for shape in ["288x96", "96x96", "37x96", "96x37"] {
+            let key = format!("{m}x{shape} F32: ");
+            let n = timings.iter().filter(|l| l.starts_with(&key)).count();
+            assert_eq!(n, 1, "{key}in {timings:?}");
+        }
+    }
     for line in &timings {
-        // `128x384x1536 F32: gemm 64x64 0.0123 ms x6, gemm 64x64 split-k 2 0.0150 ms x6, …`:
-        // the rule's tiling first, then at least the other tile height, each with its GPU ms
-        // per GEMM, run once on each of the shape's six weights (one a layer).
+        // `16x288x96 F32: gemm_lanes 4x64 2.04 ms x2, gemm 64x64 7.48 ms x2, …`: the rule's
+        // tiling first, then at least one other, each with its GPU ms per GEMM, run once on each
+        // of the pass's weights of that shape (one a layer, or the head's one).
         let timed = candidate_timings(line);
         assert!(timed.len() >= 2, "{line}");
-        assert!(timed.iter().all(|&(ms, n)| ms > 0.0 && n == 6), "{line}");
+        let n = timed[0].1;
+        assert!((1..=2).contains(&n), "{line}");
+        assert!(timed.iter().all(|&(ms, k)| ms > 0.0 && k == n), "{line}");
     }
     let plans = gpu.gpu_gemm_plans(&encs);
-    assert_eq!(plans.len(), 4, "{plans:?}");
+    assert!(plans.len() >= 4, "{plans:?}");
     assert!(plans.iter().all(|p| p.contains(", timed ")), "{plans:?}");
-    let again = timed_gpu(ModelFiles::from_dir(&dir).unwrap()).unwrap();
+    let again = timed_gpu(model()).unwrap();
     let first = block_on(embed::hidden_states(&again, &inputs, None)).unwrap();
     assert_close("timed again", &first[0].concat(), &want[0].concat(), 1e-3);
     block_on(again.run(&encs, Want::Hidden, &[])).unwrap();
@@ -1494,7 +1528,9 @@ mod low_bit {
                 let c = cosine(a, b);
                 assert!(c >= 0.995, "{dtype} int case {i}: cosine {c}");
             }
-            for t in &texts {
+            // Labels text by text on the q8 file; uint8's hidden states above differ from it
+            // only in the weights' zero points.
+            for t in texts.iter().filter(|_| dtype == "q8") {
                 assert_eq!(
                     token_labels(&float, t),
                     token_labels(&cpu_f32, t),
@@ -1520,12 +1556,13 @@ mod low_bit {
             let int = load(files(), options(Q8_INT, Quantized::Int)).unwrap();
             let cpu_int = load(files(), cpu(Quantized::Int)).unwrap();
             let g = golden("minilm.json");
-            let inputs = untruncated_inputs(&g);
-            let a = block_on(embed::hidden_states(&int, &inputs, None)).unwrap();
-            let b = block_on(embed::hidden_states(&cpu_int, &inputs, None)).unwrap();
-            for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-                let c = cosine(&x.concat(), &y.concat());
-                assert!(c >= 0.99, "minilm q8 int case {i}: cosine {c}");
+            for inputs in short_and_long(&g) {
+                let a = block_on(embed::hidden_states(&int, &inputs, None)).unwrap();
+                let b = block_on(embed::hidden_states(&cpu_int, &inputs, None)).unwrap();
+                for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+                    let c = cosine(&x.concat(), &y.concat());
+                    assert!(c >= 0.99, "minilm q8 int {:.20}: cosine {c}", inputs[i].0);
+                }
             }
         }
         let Some(dir) = dtype_folder("seqcls", "q8") else {

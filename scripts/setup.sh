@@ -3,6 +3,17 @@
 # Idempotent: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The wasm-bindgen CLI must be the version of the wasm-bindgen crate in Cargo.lock. Its build (two
+# minutes on two cores) runs in the background while the steps below mostly download.
+want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')
+wasm_bindgen_pid=
+if [ "$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2)" != "$want" ]; then
+  mkdir -p target
+  # A quick build of a tool that runs for seconds: opt-level 1, no LTO, more codegen units.
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    CARGO_PROFILE_RELEASE_DEBUG=0 cargo install wasm-bindgen-cli --version "$want" >target/wasm-bindgen-install.log 2>&1 &
+  wasm_bindgen_pid=$!
+fi
 need_apt=()
 command -v unzip >/dev/null || need_apt+=(unzip)
 # Mesa's lavapipe: a Vulkan adapter on the CPU, so the GPU executor is tested without a GPU.
@@ -25,13 +36,6 @@ for t in wasm32-unknown-unknown wasm32-wasip1; do
 done
 # The WebAssembly threads build recompiles std with atomics (scripts/build_web.sh).
 rustup component list --installed | grep -q '^rust-src' || rustup component add rust-src
-# The wasm-bindgen CLI must be the version of the wasm-bindgen crate in Cargo.lock.
-want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')
-if [ "$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2)" != "$want" ]; then
-  # A quick build of a tool that runs for seconds: opt-level 1, no LTO, more codegen units.
-  CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    CARGO_PROFILE_RELEASE_DEBUG=0 cargo install wasm-bindgen-cli --version "$want"
-fi
 # Test tooling (playwright-core, puppeteer-core, vite, typescript, binaryen's wasm-opt), pinned by
 # package-lock.json. No browser downloads: the tests drive Debian's browsers.
 export PUPPETEER_SKIP_DOWNLOAD=1
@@ -65,3 +69,6 @@ if [ -f "$q8" ] && ! cmp -s "$q8" "$models/minilm/onnx/model_quantized.onnx"; th
 fi
 [ -f "$models/minilm/onnx/model_quantized.onnx" ] \
   || echo "setup: no q8 MiniLM for the demo (models/minilm/onnx/model_quantized.onnx); it offers f32 only" >&2
+if [ -n "$wasm_bindgen_pid" ]; then
+  wait "$wasm_bindgen_pid" || { cat target/wasm-bindgen-install.log >&2; echo "setup: installing wasm-bindgen-cli $want failed" >&2; exit 1; }
+fi

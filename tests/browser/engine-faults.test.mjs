@@ -14,7 +14,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { INT_SCORE_TOL, MODELS, ROOT, entitiesU16, golden, requireModels } from './golden.mjs';
+import { MODELS, ROOT, golden, requireModels } from './golden.mjs';
+import { cachedIn, checkCacheRepair, checkTrapped, loadIn, tamperIn } from './fault-checks.mjs';
 import { CONSOLE_HOOK, missing, openEngine } from './engines.mjs';
 import { serve } from '../../scripts/serve.mjs';
 import { serveHub } from '../mock-hub.mjs';
@@ -49,41 +50,6 @@ after(async () => {
   await stallHub?.close();
   if (blank) rmSync(blank, { recursive: true, force: true });
 });
-
-/** In the page: loads model id `id` (host: the mock) and classifies `text`: `{ out, warnings }` or `{ error, ms }`. */
-async function loadIn({ id, options, host, text }) {
-  const { pipeline, env } = await import('/pkg/webert.js');
-  env.remoteHost = host;
-  const warnings = [];
-  const t0 = performance.now();
-  try {
-    const clf = await pipeline('text-classification', id, { device: 'cpu', onProgress: (e) => e.stage === 'warning' && warnings.push(e.message), ...options });
-    const out = await clf(text, { top_k: null });
-    clf.dispose();
-    return { out, warnings };
-  } catch (e) {
-    return { error: e.message, ms: performance.now() - t0 };
-  }
-}
-
-/** In the page: the cached entries of `id`, url tail → byte length (the manifest left out). */
-async function cachedIn(id) {
-  const c = await caches.open('webert-models-v1');
-  const out = {};
-  for (const r of await c.keys()) {
-    if (r.url.includes(`/${id}/`) && !r.url.endsWith('.webert-files.json')) out[r.url.split('/').pop()] = (await (await c.match(r)).arrayBuffer()).byteLength;
-  }
-  return out;
-}
-
-/** In the page: the cached weights at `url` replaced by their first 1000 bytes or by junk. */
-async function tamperIn({ url, how }) {
-  const c = await caches.open('webert-models-v1');
-  const r = await c.match(url);
-  const bytes = new Uint8Array(await r.arrayBuffer());
-  const body = how === 'truncate' ? bytes.slice(0, 1000) : new Uint8Array(bytes.byteLength).fill(7);
-  await c.put(url, new Response(body, { headers: r.headers }));
-}
 
 /** In the page: a trap in the first of four queued NER calls, then the pipeline after it and after dispose(). */
 async function trapIn(texts) {
@@ -150,25 +116,7 @@ for (const engine of ENGINES) {
       await b.goto(server.url);
 
       await t.test('an entry cut short is fetched again; a poisoned one is dropped by the load it fails', async () => {
-        const first = await load('cache');
-        assert.equal(first.error, undefined, first.error);
-        const whole = (await cached('cache'))['model.safetensors'];
-        assert.ok(whole > 100_000, `cached: ${JSON.stringify(await cached('cache'))}`);
-        let n = weightGets('cache');
-        assert.deepEqual((await load('cache')).out, first.out);
-        assert.equal(weightGets('cache'), n, 'from the cache alone');
-        await tamper('cache', 'truncate');
-        const again = await load('cache');
-        assert.deepEqual(again.out, first.out, again.error);
-        assert.equal(weightGets('cache'), n + 1, 'the cut entry was fetched again');
-        assert.equal((await cached('cache'))['model.safetensors'], whole, 'and is whole in the cache');
-        await tamper('cache', 'junk');
-        const poisoned = await load('cache');
-        assert.ok(poisoned.error, 'junk weights are refused');
-        assert.deepEqual(await cached('cache'), {}, 'the failed load dropped every file it used');
-        n = weightGets('cache');
-        assert.deepEqual((await load('cache')).out, first.out);
-        assert.equal(weightGets('cache'), n + 1);
+        await checkCacheRepair({ load: () => load('cache'), cached: () => cached('cache'), tamper: (how) => tamper('cache', how), weightGets: () => weightGets('cache') });
       });
 
       await t.test('servers that stall, never answer, or send HTML: clear errors within the download timeout, nothing cached', async () => {
@@ -220,17 +168,7 @@ for (const engine of ENGINES) {
       await t.test('a trap inside a call fails that call only; clear errors after dispose()', async () => {
         const cases = golden('pii.json').cases.slice(0, 4);
         const r = await b.evaluate(trapIn, cases.map((c) => c.text));
-        const [trapped, ...rest] = r.calls;
-        assert.match(trapped.error ?? '', /internal error \(.*a panic inside a forward pass.*\); the WebAssembly instance was restarted/s);
-        const check = (what, got, c) => {
-          const want = entitiesU16(c.text, c.pipeline.first);
-          assert.deepEqual(got.map((e) => e.slice(0, 3)), want.map((e) => [e.entity_group, e.start, e.end]), what);
-          got.forEach((e, i) => assert.ok(Math.abs(e[3] - want[i].score) < INT_SCORE_TOL, what));
-        };
-        rest.forEach((c, i) => check(`queued call ${i + 1}: ${c.error}`, c.entities, cases[i + 1]));
-        check('after the trap', r.after, cases[0]);
-        assert.match(r.disposed ?? '', /this token-classification pipeline was disposed; create a new one with pipeline\(\)/);
-        check("a pipeline sharing the disposed one's model", r.sharedAfter, cases[0]);
+        checkTrapped(r, cases);
       });
 
       await t.test('200 calls over two pipelines in workers, long texts among them: WebAssembly memory flat after the warm-up', async () => {

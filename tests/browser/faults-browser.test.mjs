@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHROMIUM_BACKEND, INT_SCORE_TOL, MODELS, ROOT, golden, entitiesU16, requireModels } from './golden.mjs';
+import { CHROMIUM_BACKEND, MODELS, ROOT, golden, requireModels } from './golden.mjs';
+import { cachedIn, checkCacheRepair, checkTrapped, loadIn, tamperIn } from './fault-checks.mjs';
 import { launch } from './browser.mjs';
 import { serve } from '../../scripts/serve.mjs';
 import { serveHub } from '../mock-hub.mjs';
@@ -44,67 +45,15 @@ after(async () => {
 });
 
 /** Loads model id `id` (host: the mock) in the page's worker and classifies TEXT: `{ out, info, warnings }` or `{ error, ms }`. */
-function load(id, options = {}) {
-  return page.evaluate(async ({ id, options, host, text }) => {
-    const { pipeline, env } = await import('/pkg/webert.js');
-    env.remoteHost = host;
-    const warnings = [];
-    const t0 = performance.now();
-    try {
-      const clf = await pipeline('text-classification', id, { device: 'cpu', onProgress: (e) => e.stage === 'warning' && warnings.push(e.message), ...options });
-      const out = await clf(text, { top_k: null });
-      const { info } = clf;
-      clf.dispose();
-      return { out, info, warnings };
-    } catch (e) {
-      return { error: e.message, ms: performance.now() - t0 };
-    }
-  }, { id, options, host: hub.url, text: TEXT });
-}
-
+const load = (id, options = {}) => page.evaluate(loadIn, { id, options, host: hub.url, text: TEXT });
 /** The cached entries of repo `id`: url → byte length (the manifest left out). */
-const cached = (id) => page.evaluate(async (id) => {
-  const c = await caches.open('webert-models-v1');
-  const out = {};
-  for (const r of await c.keys()) {
-    if (r.url.includes(`/${id}/`) && !r.url.endsWith('.webert-files.json')) out[r.url.split('/').pop()] = (await (await c.match(r)).arrayBuffer()).byteLength;
-  }
-  return out;
-}, id);
-
-/** Replaces the cached weights of `id` by `make(bytes)`, keeping the entry's headers. */
-const tamper = (id, how) => page.evaluate(async ({ url, how }) => {
-  const c = await caches.open('webert-models-v1');
-  const r = await c.match(url);
-  const bytes = new Uint8Array(await r.arrayBuffer());
-  const body = how === 'truncate' ? bytes.slice(0, 1000) : new Uint8Array(bytes.byteLength).fill(7);
-  await c.put(url, new Response(body, { headers: r.headers }));
-}, { url: `${hub.url}/${id}/resolve/main/model.safetensors`, how });
-
+const cached = (id) => page.evaluate(cachedIn, id);
+/** Replaces the cached weights of `id` by their first 1000 bytes or by junk, keeping the entry's headers. */
+const tamper = (id, how) => page.evaluate(tamperIn, { url: `${hub.url}/${id}/resolve/main/model.safetensors`, how });
 const weightGets = (id) => hub.requests(id, 'model.safetensors').filter((r) => r.method === 'GET' && !r.path.startsWith('/cdn/')).length;
 
 test('the Cache API: an entry cut short is fetched again; a poisoned one is dropped by the load it fails', T, async () => {
-  const first = await load('t/cache');
-  assert.equal(first.error, undefined, first.error);
-  const whole = (await cached('t/cache'))['model.safetensors'];
-  assert.ok(whole > 100_000, `cached: ${JSON.stringify(await cached('t/cache'))}`);
-  let n = weightGets('t/cache');
-  assert.deepEqual((await load('t/cache')).out, first.out);
-  assert.equal(weightGets('t/cache'), n, 'from the cache alone');
-
-  await tamper('t/cache', 'truncate');
-  const again = await load('t/cache');
-  assert.deepEqual(again.out, first.out, again.error);
-  assert.equal(weightGets('t/cache'), n + 1, 'the cut entry was fetched again');
-  assert.equal((await cached('t/cache'))['model.safetensors'], whole, 'and is whole in the cache');
-
-  await tamper('t/cache', 'junk');
-  const poisoned = await load('t/cache');
-  assert.ok(poisoned.error, 'junk weights are refused');
-  assert.deepEqual(await cached('t/cache'), {}, 'the failed load dropped every file it used');
-  n = weightGets('t/cache');
-  assert.deepEqual((await load('t/cache')).out, first.out);
-  assert.equal(weightGets('t/cache'), n + 1);
+  await checkCacheRepair({ load: () => load('t/cache'), cached: () => cached('t/cache'), tamper: (how) => tamper('t/cache', how), weightGets: () => weightGets('t/cache') });
 });
 
 test('a Cache API over its quota: the model loads uncached and says so; with room again it is cached', T, async () => {
@@ -236,17 +185,7 @@ test('a trap inside a call fails that call only; dispose(): clear errors after, 
     self.shared = shared;
     return { calls, after, disposed, sharedAfter, fxWasm };
   }, cases.map((c) => c.text));
-  const [trapped, ...rest] = r.calls;
-  assert.match(trapped.error ?? '', /internal error \(.*a panic inside a forward pass.*\); the WebAssembly instance was restarted/s);
-  const check = (what, got, c) => {
-    const want = entitiesU16(c.text, c.pipeline.first);
-    assert.deepEqual(got.map((e) => e.slice(0, 3)), want.map((e) => [e.entity_group, e.start, e.end]), what);
-    got.forEach((e, i) => assert.ok(Math.abs(e[3] - want[i].score) < INT_SCORE_TOL, what));
-  };
-  rest.forEach((c, i) => check(`queued call ${i + 1}: ${c.error}`, c.entities, cases[i + 1]));
-  check('after the trap', r.after, cases[0]);
-  assert.match(r.disposed ?? '', /this token-classification pipeline was disposed; create a new one with pipeline\(\)/);
-  check('a pipeline sharing the disposed one\'s model', r.sharedAfter, cases[0]);
+  checkTrapped(r, cases);
   assert.equal(workers(), base + 2, 'the PII worker (still used) and the MiniLM one');
 
   // Disposing the last pipeline of a worker ends it, and its memory goes with it.

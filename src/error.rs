@@ -43,7 +43,7 @@ pub enum Error {
     #[error("this classifier head was trained on {head}; the model is {model}")]
     WrongEncoder { head: String, model: String },
     /// Refused before allocating: see `model::budget`.
-    #[error("{what} would take {}, more than the memory budget of {} (raise it: LoadOptions::memory_budget, WEBERT_MEMORY_BUDGET, or the package's `memoryBudget` option)", crate::model::budget::show(*.needs), crate::model::budget::show(Some(*.budget)))]
+    #[error("{what} would take {}, more than the memory budget of {} (raise it: LoadOptions::memory_budget, WEBERT_MEMORY_BUDGET, or the package's `memoryBudget` option)", crate::byte_sizes::show(*.needs), crate::byte_sizes::show(Some(*.budget)))]
     Budget {
         what: String,
         /// `None`: past 2^64 bytes.
@@ -52,7 +52,7 @@ pub enum Error {
     },
     /// An allocation within the budget failed (wasm's `memory.grow`, the process's limit): the
     /// call fails, the engine stays usable.
-    #[error("out of memory allocating {what} ({})", crate::model::budget::show(Some(*.bytes)))]
+    #[error("out of memory allocating {what} ({})", crate::byte_sizes::show(Some(*.bytes)))]
     OutOfMemory { what: String, bytes: u64 },
 }
 

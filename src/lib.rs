@@ -4,6 +4,7 @@
     feature(stdarch_wasm_atomic_wait)
 )]
 
+pub mod byte_sizes;
 pub mod cpu;
 pub mod engine;
 pub mod error;

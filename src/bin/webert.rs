@@ -388,7 +388,7 @@ mod cli {
         };
         let memory_budget = match var("WEBERT_MEMORY_BUDGET") {
             None => None,
-            Some(v) => Some(webert::model::budget::parse(&v).ok_or_else(|| {
+            Some(v) => Some(webert::byte_sizes::parse(&v).ok_or_else(|| {
                 Error::Input(format!(
                     "WEBERT_MEMORY_BUDGET={v}: expected bytes, e.g. 4G or 512M"
                 ))

@@ -63,7 +63,7 @@ pub enum OnnxError {
         first: String,
         second: String,
     },
-    #[error("{what} would take {}, more than the memory budget of {}", crate::model::budget::show(*.needs), crate::model::budget::show(Some(*.budget)))]
+    #[error("{what} would take {}, more than the memory budget of {}", crate::byte_sizes::show(*.needs), crate::byte_sizes::show(Some(*.budget)))]
     Budget {
         what: String,
         needs: Option<u64>,

@@ -713,7 +713,7 @@ fn f16_matches_cpu(compute: bool) {
         let text = str_of(case, "text");
         let a = block_on(ner::ner(&gpu, text, &opts)).unwrap();
         let b = block_on(ner::ner(&cpu, text, &opts)).unwrap();
-        let spans = |v: &[ner::Entity]| {
+        let spans = |v: &[webert::tasks::entity::Entity]| {
             v.iter()
                 .map(|e| (e.label().to_string(), e.start, e.end))
                 .collect::<Vec<_>>()

@@ -7,7 +7,8 @@ use common::*;
 use pollster::block_on;
 use serde_json::Value;
 use webert::engine::{Engine, Want};
-use webert::tasks::ner::{ner, Aggregation, Entity, NerOptions};
+use webert::tasks::entity::Entity;
+use webert::tasks::ner::{ner, Aggregation, NerOptions};
 
 fn check_entities(what: &str, got: &[Entity], want: &Value) {
     let want = want.as_array().unwrap();

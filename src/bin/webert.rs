@@ -648,10 +648,10 @@ mod cli {
         #[derive(Serialize)]
         struct Out {
             text: String,
-            entities: Vec<ner::Entity>,
+            entities: Vec<webert::tasks::entity::Entity>,
         }
         let engine = load(&a.c).await?;
-        let one = |t: &str, entities: Vec<ner::Entity>| -> Result<Out> {
+        let one = |t: &str, entities: Vec<webert::tasks::entity::Entity>| -> Result<Out> {
             let targets: Vec<redact::Target> = entities.iter().map(Into::into).collect();
             let text = redact::redact(t, &targets, &style)?.text;
             Ok(Out { text, entities })

@@ -2,6 +2,7 @@
 
 pub mod classify;
 pub mod embed;
+pub mod entity;
 pub mod fill_mask;
 pub mod head;
 pub mod logistic;

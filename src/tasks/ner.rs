@@ -2,12 +2,12 @@
 //! softmax, sub-word fusion (`first`/`average`/`max`), B-/I- grouping, overlapping windows
 //! merged. Offsets are Unicode code-point indices into the original text.
 
+use super::entity::Entity;
 use super::patterns::{self, Patterns};
 use super::{argmax, softmax};
 use crate::engine::{Engine, Want, WindowOutput};
 use crate::error::Result;
 use crate::model::{Architecture, Windowing};
-use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,40 +42,6 @@ impl Default for NerOptions {
             ignore_labels: vec!["O".into()],
             patterns: None,
         }
-    }
-}
-
-/// One token (`entity`, `index`) or one aggregated entity (`entity_group`), HF field names.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Entity {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub entity: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub entity_group: Option<String>,
-    pub score: f32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub index: Option<usize>,
-    pub word: String,
-    pub start: usize,
-    pub end: usize,
-    /// Which layer found it; set only when the pattern layer ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<Source>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    Model,
-    Pattern,
-}
-
-impl Entity {
-    pub fn label(&self) -> &str {
-        self.entity
-            .as_deref()
-            .or(self.entity_group.as_deref())
-            .unwrap_or_default()
     }
 }
 

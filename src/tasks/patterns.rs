@@ -3,7 +3,7 @@
 //! the caller's own regular expressions. Each candidate a regex finds is validated before it
 //! counts. Offsets are Unicode code points.
 
-use super::ner::{Entity, Source};
+use super::entity::{Entity, Source};
 use crate::error::{Error, Result};
 use regex::Regex;
 use std::sync::OnceLock;

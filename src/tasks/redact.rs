@@ -2,7 +2,7 @@
 //! grapheme clusters, overlapping or touching spans merged, then each replaced by its type, a
 //! fixed mask or a consistent pseudonym. Offsets are Unicode code points, as everywhere in Rust.
 
-use super::ner::Entity;
+use super::entity::Entity;
 use crate::error::{Error, Result};
 use serde::Serialize;
 use std::cmp::Reverse;

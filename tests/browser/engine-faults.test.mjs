@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODELS, ROOT, golden, requireModels } from './golden.mjs';
-import { cachedIn, checkCacheRepair, checkTrapped, loadIn, tamperIn } from './fault-checks.mjs';
+import { cachedIn, checkCacheRepair, checkReloadFromKept, checkTrapped, loadIn, tamperIn } from './fault-checks.mjs';
 import { CONSOLE_HOOK, missing, openEngine } from './engines.mjs';
 import { serve } from '../../scripts/serve.mjs';
 import { serveHub } from '../mock-hub.mjs';
@@ -143,26 +143,7 @@ for (const engine of ENGINES) {
       });
 
       await t.test('after a trap, an uncached model reloads from the bytes its worker kept, not from the network', async () => {
-        const first = await b.evaluate(async ({ id, host, text }) => {
-          const { pipeline, env } = await import('/pkg/webert.js');
-          const { testHooks } = await import('/pkg/testing.js');
-          env.remoteHost = host;
-          self.uncached = await pipeline('text-classification', id, { device: 'cpu', cache: false });
-          const out = await self.uncached(text, { top_k: null });
-          await testHooks(self.uncached).trapInNextCall();
-          const trap = await self.uncached(text).then(() => null, (e) => e.message);
-          return { out, trap };
-        }, { id: id('retained'), host: hub.url, text: TEXT });
-        assert.match(first.trap ?? '', /instance was restarted/);
-        const n = hub.log.length;
-        for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) hub.fault(id('retained'), f, 'missing');
-        const again = await b.evaluate(async (text) => {
-          const out = await self.uncached(text, { top_k: null });
-          self.uncached.dispose();
-          return out;
-        }, TEXT);
-        assert.deepEqual(again, first.out);
-        assert.equal(hub.log.length, n, 'the reload asked the server nothing');
+        await checkReloadFromKept({ evaluate: b.evaluate, hub, id: id('retained'), text: TEXT });
       });
 
       await t.test('a trap inside a call fails that call only; clear errors after dispose()', async () => {

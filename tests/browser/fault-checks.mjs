@@ -42,6 +42,39 @@ export async function tamperIn({ url, how }) {
 }
 
 
+/** In the page: an uncached pipeline of model id `id` answers `text`, then traps in its next call: `{ out, trap }`. */
+export async function trapUncachedIn({ id, host, text }) {
+  const { pipeline, env } = await import('/pkg/webert.js');
+  const { testHooks } = await import('/pkg/testing.js');
+  env.remoteHost = host;
+  self.uncached = await pipeline('text-classification', id, { device: 'cpu', cache: false });
+  const out = await self.uncached(text, { top_k: null });
+  await testHooks(self.uncached).trapInNextCall();
+  const trap = await self.uncached(text).then(() => null, (e) => e.message);
+  return { out, trap };
+}
+
+/** In the page: the trapped pipeline's next answer to `text` (its model reloaded), then dispose(). */
+export async function againIn(text) {
+  const out = await self.uncached(text, { top_k: null });
+  self.uncached.dispose();
+  return out;
+}
+
+/**
+ * After a trap, an uncached model reloads from the bytes its worker kept: the same answer with
+ * every file of `id` missing on the mock `hub`, and no request made. `evaluate(fn, arg)`: the
+ * driver's, on a page of the package.
+ */
+export async function checkReloadFromKept({ evaluate, hub, id, text }) {
+  const first = await evaluate(trapUncachedIn, { id, host: hub.url, text });
+  assert.match(first.trap ?? '', /instance was restarted/);
+  const n = hub.log.length;
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) hub.fault(id, f, 'missing');
+  assert.deepEqual(await evaluate(againIn, text), first.out);
+  assert.equal(hub.log.length, n, 'the reload asked the server nothing');
+}
+
 /**
  * A cached model whose weights entry is cut short (fetched again, whole in the cache after) or
  * poisoned (the load fails and drops every file it used; the next one fetches them again).

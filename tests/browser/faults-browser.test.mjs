@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHROMIUM_BACKEND, MODELS, ROOT, golden, requireModels } from './golden.mjs';
-import { cachedIn, checkCacheRepair, checkTrapped, loadIn, tamperIn } from './fault-checks.mjs';
+import { cachedIn, checkCacheRepair, checkReloadFromKept, checkTrapped, loadIn, tamperIn } from './fault-checks.mjs';
 import { launch } from './browser.mjs';
 import { serve } from '../../scripts/serve.mjs';
 import { serveHub } from '../mock-hub.mjs';
@@ -100,26 +100,7 @@ test('servers that stall, never answer, or send HTML for the weights: clear erro
 });
 
 test('after a trap, a model the cache does not hold reloads from the bytes its worker kept, not from the network', T, async () => {
-  const first = await page.evaluate(async ({ host, text }) => {
-    const { pipeline, env } = await import('/pkg/webert.js');
-    const { testHooks } = await import('/pkg/testing.js');
-    env.remoteHost = host;
-    self.uncached = await pipeline('text-classification', 't/retained', { device: 'cpu', cache: false });
-    const out = await self.uncached(text, { top_k: null });
-    await testHooks(self.uncached).trapInNextCall();
-    const trap = await self.uncached(text).then(() => null, (e) => e.message);
-    return { out, trap };
-  }, { host: hub.url, text: TEXT });
-  assert.match(first.trap ?? '', /instance was restarted/);
-  const n = hub.log.length;
-  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) hub.fault('t/retained', f, 'missing');
-  const again = await page.evaluate(async (text) => {
-    const out = await self.uncached(text, { top_k: null });
-    self.uncached.dispose();
-    return out;
-  }, TEXT);
-  assert.deepEqual(again, first.out);
-  assert.equal(hub.log.length, n, 'the reload asked the server nothing');
+  await checkReloadFromKept({ evaluate: (fn, arg) => page.evaluate(fn, arg), hub, id: 't/retained', text: TEXT });
 });
 
 test('a device lost while a batch of 32 texts is on the GPU: every text answered, on the CPU, in order', T, async () => {

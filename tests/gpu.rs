@@ -95,6 +95,20 @@ fn short_and_long(g: &serde_json::Value) -> [Vec<(&str, Option<&str>)>; 2] {
     [short, long]
 }
 
+/// MiniLM's golden texts on `gpu` and `cpu` ([`short_and_long`]): each text's hidden states
+/// within cosine `min` of the CPU's.
+fn assert_minilm_cosine(gpu: &Engine, cpu: &Engine, min: f32, what: &str) {
+    let g = golden("minilm.json");
+    for inputs in short_and_long(&g) {
+        let a = block_on(embed::hidden_states(gpu, &inputs, None)).unwrap();
+        let b = block_on(embed::hidden_states(cpu, &inputs, None)).unwrap();
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            let c = cosine(&x.concat(), &y.concat());
+            assert!(c >= min, "{what} {:.20}: cosine {c}", inputs[i].0);
+        }
+    }
+}
+
 #[test]
 fn minilm_hidden_states_and_batches_match_cpu() {
     let Some((gpu, cpu)) = pair(&model_dir("minilm")) else {
@@ -693,15 +707,7 @@ fn f16_matches_cpu(compute: bool) {
         "{}",
         gpu.backend()
     );
-    let g = golden("minilm.json");
-    for inputs in short_and_long(&g) {
-        let a = block_on(embed::hidden_states(&gpu, &inputs, None)).unwrap();
-        let b = block_on(embed::hidden_states(&cpu, &inputs, None)).unwrap();
-        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            let c = cosine(&x.concat(), &y.concat());
-            assert!(c >= 0.999, "{:.20}: cosine {c}", inputs[i].0);
-        }
-    }
+    assert_minilm_cosine(&gpu, &cpu, 0.999, "f16");
     let (Some(gpu), cpu) = pair_f16(&model_dir("pii")) else {
         return;
     };
@@ -1555,15 +1561,7 @@ mod low_bit {
             let files = || ModelFiles::from_dir(&dir).unwrap();
             let int = load(files(), options(Q8_INT, Quantized::Int)).unwrap();
             let cpu_int = load(files(), cpu(Quantized::Int)).unwrap();
-            let g = golden("minilm.json");
-            for inputs in short_and_long(&g) {
-                let a = block_on(embed::hidden_states(&int, &inputs, None)).unwrap();
-                let b = block_on(embed::hidden_states(&cpu_int, &inputs, None)).unwrap();
-                for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-                    let c = cosine(&x.concat(), &y.concat());
-                    assert!(c >= 0.99, "minilm q8 int {:.20}: cosine {c}", inputs[i].0);
-                }
-            }
+            assert_minilm_cosine(&int, &cpu_int, 0.99, "minilm q8 int");
         }
         let Some(dir) = dtype_folder("seqcls", "q8") else {
             return;

@@ -48,16 +48,16 @@ grep -q "test result: ok" <<<"$out" && grep -q "relaxed-simd int8 pairs" <<<"$ti
 mark "WASI and relaxed-SIMD tile tests"
 WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh --if-changed
 mark "package build"
-bounded node --test tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
-bounded node --experimental-wasm-relaxed-simd --test tests/browser/node.test.mjs
-bounded node --test tests/browser/train.test.mjs
+bounded node --test --test-reporter=spec tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
+bounded node --experimental-wasm-relaxed-simd --test --test-reporter=spec tests/browser/node.test.mjs
+bounded node --test --test-reporter=spec tests/browser/train.test.mjs
 mark "Node package tests"
-bounded node --test --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/pretraining_demo.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs tests/browser/faults-browser.test.mjs tests/browser/soak.test.mjs
+bounded node --test --test-reporter=spec --test-concurrency=1 tests/browser/demo.test.mjs tests/browser/demo_state.test.mjs tests/browser/teach.test.mjs tests/browser/pretraining_demo.test.mjs tests/browser/consumer.test.mjs tests/browser/hub-browser.test.mjs tests/browser/faults-browser.test.mjs tests/browser/soak.test.mjs
 mark "Chromium tests"
 # The package and the demo in all three engines (Firefox ESR over WebDriver BiDi, WebKitGTK over
 # W3C WebDriver, and Chromium for comparable figures): builds, tasks against the goldens, the
 # Cache API across dispose(), the demo's tabs with layout checks at 1280 and 390 px; then the
 # Chromium suite's faults and a short soak in Firefox and WebKit. Every browser must be there
 # (scripts/setup.sh installs them).
-bounded node --test tests/browser/engines.test.mjs tests/browser/engine-faults.test.mjs
+bounded node --test --test-reporter=spec tests/browser/engines.test.mjs tests/browser/engine-faults.test.mjs
 mark "Firefox and WebKit tests"

@@ -352,11 +352,13 @@ test('models load from a URL with progress events, and a sha256 is checked', asy
   const url = `${server.url}models/pii/`;
   const sum = golden('pii.json').model.onnx_sha256;
   const p = await pipeline('ner', url, { onProgress: (e) => events.push(e), sha256: { 'onnx/model_q4.onnx': sum } });
+  // What came, in one line, for a failure's message.
+  const seen = JSON.stringify(events.map((e) => [e.stage, e.file, e.bytes, e.total, e.message].filter((x) => x !== undefined)));
   const stages = [...new Set(events.map((e) => e.stage))];
-  assert.deepEqual(stages, ['download', 'compile', 'ready']);
+  assert.deepEqual(stages, ['download', 'compile', 'ready'], seen);
   const last = events.filter((e) => e.stage === 'download').at(-1);
-  assert.equal(last.bytes, last.total);
-  assert.ok(last.bytes > 10e6);
+  assert.equal(last.bytes, last.total, seen);
+  assert.ok(last.bytes > 10e6, seen);
   const c = golden('pii.json').cases[0];
   assertEntities('via URL', c.text, await p(c.text, { aggregation_strategy: 'first' }), c.pipeline.first);
   p.dispose();

@@ -1,7 +1,8 @@
 //! The Hugging Face `config.json`, normalised across BERT-family model types.
 
-pub use super::family::ModelType;
+use super::activation::Activation;
 use super::family::{self, DistanceBias, DynamicKeys, Mlp, Positions, Rotary};
+use super::family::{HeadPooling, ModelType};
 use crate::error::{Error, Result};
 use serde_json::Value;
 
@@ -56,35 +57,6 @@ impl Architecture {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Activation {
-    None,
-    /// Exact GELU with erf.
-    Gelu,
-    /// GELU with the tanh approximation (`gelu_new`, `gelu_pytorch_tanh`).
-    GeluTanh,
-    Relu,
-    Tanh,
-    /// `x · sigmoid(x)` (`silu`, `swish`).
-    Silu,
-}
-
-impl Activation {
-    fn parse(file: &str, name: &str) -> Result<Self> {
-        match name {
-            "gelu" | "gelu_python" => Ok(Activation::Gelu),
-            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Ok(Activation::GeluTanh),
-            "relu" => Ok(Activation::Relu),
-            "tanh" => Ok(Activation::Tanh),
-            "silu" | "swish" => Ok(Activation::Silu),
-            other => Err(Error::config(
-                file,
-                format!("unsupported hidden_act `{other}`; supported: gelu, gelu_new, gelu_pytorch_tanh, relu, tanh, silu"),
-            )),
-        }
-    }
-}
-
 /// Rotary positions as a config sets them (see [`super::family::Rotary`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RotaryConfig {
@@ -109,17 +81,6 @@ pub struct DynamicNtk {
     pub trained: usize,
     pub factor: f64,
     pub limit: usize,
-}
-
-/// What the sequence head pools (the family's [`super::family::PoolingKey`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeadPooling {
-    First,
-    /// The mean of the real tokens' hidden states.
-    Mean,
-    /// The head runs on every token and its logits are averaged over the real tokens
-    /// (EuroBERT's `late`).
-    Late,
 }
 
 /// DeBERTa's relative attention settings (`relative_attention: true`).

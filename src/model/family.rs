@@ -4,7 +4,7 @@
 //! ONNX importer, the memory estimate and error messages all read this table; adding a family
 //! is one entry here (plus kernels only for a genuinely new op).
 
-use super::config::{Activation, HeadPooling};
+use super::activation::Activation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelType {
@@ -133,6 +133,17 @@ pub enum NormKind {
     Layer,
     /// `x / sqrt(mean(x²) + eps) · weight`, no bias (T5, Llama, EuroBERT).
     Rms,
+}
+
+/// What the sequence head pools (see [`PoolingKey`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadPooling {
+    First,
+    /// The mean of the real tokens' hidden states.
+    Mean,
+    /// The head runs on every token and its logits are averaged over the real tokens
+    /// (EuroBERT's `late`).
+    Late,
 }
 
 /// The config key that picks the sequence head's pooling (the first of `keys` present), its

@@ -1,16 +1,18 @@
 //! Model description: config, weights (safetensors, ONNX import) and the plan both executors run.
 
+pub mod activation;
 pub mod budget;
 pub mod config;
 pub mod family;
-mod heads;
 pub mod plan;
 pub mod positions;
 pub mod sentence;
 pub mod synthetic;
 pub mod weights;
 
-pub use config::{Activation, Architecture, HeadKind, ModelConfig, ModelType};
+pub use activation::Activation;
+pub use config::{Architecture, HeadKind, ModelConfig};
+pub use family::ModelType;
 pub use plan::{
     BufId, BufferSpec, Disentangled, DistanceTable, Head, Linear, Norm, Op, Plan, Rotation, Rows,
     WeightId, WeightUse,

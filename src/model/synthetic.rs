@@ -4,7 +4,7 @@
 //! entry with nothing listed here.
 
 use super::config::ModelConfig;
-use super::weights::{BlockQuant, ChannelQuant, Quant, Tensor, Weights};
+use super::weights::{BlockQuant, ChannelQuant, DrawTensor, Quant, Tensor, Weights};
 
 /// Standard shapes by name: `bert-base`, `bert-large`, `minilm-l6`; or any, written
 /// `HIDDENxLAYERSxHEADSxINTERMEDIATE` (`768x12x12x4608`). [`random_model`] also takes
@@ -38,10 +38,10 @@ pub struct Fabricate {
     pub quantize: Option<bool>,
 }
 
-impl Fabricate {
+impl DrawTensor for Fabricate {
     /// A tensor of `shape` drawn from the seed and its name (the same whatever the order in
     /// which tensors are taken): uniform in ±0.05, LayerNorm-like vectors around 1.
-    pub fn tensor(&self, name: &str, shape: &[usize]) -> Tensor {
+    fn tensor(&self, name: &str, shape: &[usize]) -> Tensor {
         let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });

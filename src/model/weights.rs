@@ -193,9 +193,14 @@ impl ChannelQuant {
 #[derive(Debug, Default)]
 pub struct Weights {
     tensors: HashMap<String, Tensor>,
-    /// Seeded random tensors for whatever is taken and absent (benchmarks of any family
+    /// Draws whatever is taken and absent (seeded random tensors: benchmarks of any family
     /// at any size, `synthetic.rs`).
-    fabricate: Option<super::synthetic::Fabricate>,
+    fabricate: Option<Box<dyn DrawTensor>>,
+}
+
+/// Makes up a tensor a file lacks, from its name and shape.
+pub trait DrawTensor: std::fmt::Debug + Send + Sync {
+    fn tensor(&self, name: &str, shape: &[usize]) -> Tensor;
 }
 
 /// Converts little-endian values of `size` bytes to f32 into a fallibly allocated vector.
@@ -207,9 +212,9 @@ fn convert(raw: &[u8], size: usize, what: &str, f: impl Fn(&[u8]) -> f32) -> Res
 
 impl Weights {
     /// No tensors: every one taken is drawn at random (see `synthetic.rs`).
-    pub fn fabricated(f: super::synthetic::Fabricate) -> Self {
+    pub fn fabricated(f: impl DrawTensor + 'static) -> Self {
         Weights {
-            fabricate: Some(f),
+            fabricate: Some(Box::new(f)),
             ..Default::default()
         }
     }
@@ -329,7 +334,7 @@ impl Weights {
 
     /// Removes and returns a tensor, checking its shape.
     pub fn take(&mut self, prefix: &str, name: &str, shape: &[usize]) -> Result<Tensor> {
-        if let Some(f) = self.fabricate.filter(|_| self.find(prefix, name).is_none()) {
+        if let Some(f) = (self.fabricate.as_ref()).filter(|_| self.find(prefix, name).is_none()) {
             return Ok(f.tensor(name, shape));
         }
         let (key, t) = self

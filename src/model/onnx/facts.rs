@@ -3,7 +3,8 @@
 //! checks them against the config, so that a graph exported with other settings is refused
 //! instead of run with the config's.
 
-use super::super::config::{HeadPooling, ModelConfig};
+use super::super::config::ModelConfig;
+use super::super::family::HeadPooling;
 
 /// Rotary positions as a layer of the graph applies them.
 #[derive(Debug, Clone, PartialEq)]

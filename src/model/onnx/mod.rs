@@ -17,8 +17,8 @@ mod structure;
 mod tensor;
 mod wire;
 
-use super::config::ModelType;
 use super::family::variant_name;
+use super::family::ModelType;
 use super::weights::Quant;
 use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
 use std::cell::Cell;

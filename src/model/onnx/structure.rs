@@ -23,10 +23,10 @@
 //! or a `pos_key_proj` / `pos_query_proj` of its own. The table and its LayerNorm are named
 //! once; DeBERTa's `LayerNorm(embeddings) * mask` is followed to the first layer.
 
-use super::super::config::ModelType;
+use super::super::family::ModelType;
 use super::super::family::{layer_names, matches_template, DistanceBias, Family, FfnGate, Mlp};
 use super::super::family::{NormKind, NormPlacement, Positions};
-use super::super::heads::{mlm_names, sequence_head_names};
+use super::super::plan::heads::{mlm_names, sequence_head_names};
 use super::super::positions::alibi_slopes;
 use super::facts::GraphFacts;
 use super::ops::{is_linear_op, Linear};

@@ -4,7 +4,7 @@
 //! classifier (sequence, token and span heads alike).
 
 use super::*;
-use crate::model::config::HeadPooling;
+use crate::model::family::HeadPooling;
 use crate::model::family::HeadTransform;
 
 impl<'a> Walker<'a, '_> {

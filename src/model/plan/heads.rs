@@ -1,9 +1,13 @@
 //! Task heads appended to the encoder plan, per model family (HF module names).
 
-use super::config::{Activation, HeadKind, HeadPooling};
-use super::family::{HeadTransform, MlmNames, ModelType};
-use super::plan::{BufId, HeadBuilder, Linear, Op, Rows};
-use crate::error::Result;
+use super::builder::Builder;
+use super::{BufId, Linear, Norm, Op, Rows, WeightId};
+use crate::error::{Error, Result};
+use crate::model::activation::Activation;
+use crate::model::config::HeadKind;
+use crate::model::family::HeadPooling;
+use crate::model::family::{HeadTransform, MlmNames, ModelType};
+use crate::model::ModelConfig;
 
 /// Appends the ops of one head and returns its logits buffer.
 pub(super) fn build_head(hb: &mut HeadBuilder, kind: HeadKind) -> Result<BufId> {
@@ -201,5 +205,59 @@ fn mlm_names_in(t: ModelType, has: impl Fn(&str) -> bool) -> MlmNames {
     match f.mlm_legacy {
         Some(legacy) if !has(&format!("{}.weight", f.mlm.dense)) => legacy,
         _ => f.mlm,
+    }
+}
+
+/// What the task heads (in `heads.rs`) may use of the builder.
+pub(super) struct HeadBuilder<'a, 'b> {
+    pub(super) b: &'a mut Builder<'b>,
+    pub hidden: BufId,
+    /// The word embeddings, which masked-LM decoders tie to.
+    pub word: WeightId,
+}
+
+impl HeadBuilder<'_, '_> {
+    pub fn cfg(&self) -> &ModelConfig {
+        self.b.cfg
+    }
+    pub fn has(&self, name: &str) -> bool {
+        self.b.src.contains(self.b.prefix(), name)
+    }
+    pub fn rows_of(&self, name: &str) -> Option<usize> {
+        self.b
+            .src
+            .find(self.b.prefix(), name)
+            .and_then(|(_, t)| t.shape.first().copied())
+    }
+    pub fn weight(&mut self, name: &str, shape: &[usize]) -> Result<WeightId> {
+        self.b.weight(name, shape)
+    }
+    pub fn linear(&mut self, name: &str, n_in: usize, n_out: usize) -> Result<Linear> {
+        self.b.linear(name, n_in, n_out)
+    }
+    pub fn norm(&mut self, name: &str, n: usize) -> Result<Norm> {
+        self.b.norm(name, n)
+    }
+    pub fn buffer(&mut self, name: &'static str, rows: Rows, cols: usize) -> BufId {
+        self.b.buffer(name, rows, cols)
+    }
+    pub fn rows(&self, x: BufId) -> Rows {
+        self.b.buffers[x.0].rows
+    }
+    pub fn cols(&self, x: BufId) -> usize {
+        self.b.buffers[x.0].cols
+    }
+    pub fn push(&mut self, op: Op) {
+        self.b.ops.push(op);
+    }
+    /// Appends `out = act(x · Wᵀ + b)` into a new buffer and returns it.
+    pub fn dense(&mut self, x: BufId, l: Linear, act: Activation, name: &'static str) -> BufId {
+        let rows = self.b.buffers[x.0].rows;
+        let out = self.buffer(name, rows, l.n_out);
+        self.b.op_linear(x, l, act, out);
+        out
+    }
+    pub fn missing(&self, what: &str) -> Error {
+        Error::MissingTensor(what.to_string())
     }
 }

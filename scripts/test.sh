@@ -48,7 +48,7 @@ grep -q "test result: ok" <<<"$out" && grep -q "relaxed-simd int8 pairs" <<<"$ti
 mark "WASI and relaxed-SIMD tile tests"
 WEBERT_WEB_FEATURES=test-hooks bash scripts/build_web.sh --if-changed
 mark "package build"
-bounded node --test --test-reporter=spec tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
+bounded node --test --test-reporter=spec tests/browser/tasks.test.mjs tests/browser/builds.test.mjs tests/browser/snippets.test.mjs tests/browser/node.test.mjs tests/browser/hub.test.mjs tests/browser/sources.test.mjs tests/browser/call-faults.test.mjs
 bounded node --experimental-wasm-relaxed-simd --test --test-reporter=spec tests/browser/node.test.mjs
 bounded node --test --test-reporter=spec tests/browser/train.test.mjs
 mark "Node package tests"

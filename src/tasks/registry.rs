@@ -3,46 +3,94 @@
 
 use crate::model::{Architecture, HeadKind};
 
-/// A task by its Hugging Face pipeline name, and the head it needs (`None`: any encoder).
+/// What a call runs: `web/calls.rs` matches on it, so a task added here without its handler
+/// does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Classify,
+    Tokens,
+    Answer,
+    Embed,
+    /// Documents ranked by similarity to a query: a feature-extraction pipeline's `rank()`.
+    Rank,
+    FillMask,
+    Score,
+    NextSentence,
+    ZeroShot,
+}
+
+/// A task by its Hugging Face pipeline name, the other names it goes by, and the head it needs
+/// (`None`: any encoder).
 pub struct TaskSpec {
     pub name: &'static str,
+    pub aliases: &'static [&'static str],
     pub head: Option<HeadKind>,
+    pub call: Call,
+    /// Whether `pipeline(name)` makes it; otherwise it is a call on another task's pipeline.
+    pub pipeline: bool,
+}
+
+const fn task(name: &'static str, head: Option<HeadKind>, call: Call) -> TaskSpec {
+    TaskSpec {
+        name,
+        aliases: &[],
+        head,
+        call,
+        pipeline: true,
+    }
 }
 
 pub const TASKS: &[TaskSpec] = &[
     TaskSpec {
-        name: "feature-extraction",
-        head: None,
+        aliases: &["embeddings"],
+        ..task("feature-extraction", None, Call::Embed)
+    },
+    task("zero-shot-classification", None, Call::ZeroShot),
+    TaskSpec {
+        aliases: &["sentiment-analysis"],
+        ..task(
+            "text-classification",
+            Some(HeadKind::SequenceClasses),
+            Call::Classify,
+        )
     },
     TaskSpec {
-        name: "zero-shot-classification",
-        head: None,
+        aliases: &["ner"],
+        ..task(
+            "token-classification",
+            Some(HeadKind::TokenClasses),
+            Call::Tokens,
+        )
     },
+    task("question-answering", Some(HeadKind::Span), Call::Answer),
+    task("fill-mask", Some(HeadKind::MaskedLm), Call::FillMask),
+    task("text-scoring", Some(HeadKind::MaskedLm), Call::Score),
+    task(
+        "next-sentence-prediction",
+        Some(HeadKind::NextSentence),
+        Call::NextSentence,
+    ),
     TaskSpec {
-        name: "text-classification",
-        head: Some(HeadKind::SequenceClasses),
-    },
-    TaskSpec {
-        name: "token-classification",
-        head: Some(HeadKind::TokenClasses),
-    },
-    TaskSpec {
-        name: "question-answering",
-        head: Some(HeadKind::Span),
-    },
-    TaskSpec {
-        name: "fill-mask",
-        head: Some(HeadKind::MaskedLm),
-    },
-    TaskSpec {
-        name: "text-scoring",
-        head: Some(HeadKind::MaskedLm),
-    },
-    TaskSpec {
-        name: "next-sentence-prediction",
-        head: Some(HeadKind::NextSentence),
+        pipeline: false,
+        ..task("rank", None, Call::Rank)
     },
 ];
+
+/// The task of a name or alias.
+pub fn find(name: &str) -> Option<&'static TaskSpec> {
+    (TASKS.iter()).find(|t| t.name == name || t.aliases.contains(&name))
+}
+
+/// The head's name in the package's task table (`tasks.js`).
+pub fn head_name(head: HeadKind) -> &'static str {
+    match head {
+        HeadKind::SequenceClasses => "sequence-classification",
+        HeadKind::TokenClasses => "token-classification",
+        HeadKind::Span => "question-answering",
+        HeadKind::MaskedLm => "masked-lm",
+        HeadKind::NextSentence => "next-sentence-prediction",
+    }
+}
 
 /// The task a model's (first) head is for (`feature-extraction` for a bare encoder).
 pub fn head_task(arch: Architecture) -> &'static str {
@@ -55,13 +103,16 @@ pub fn head_task(arch: Architecture) -> &'static str {
 /// Every task a model of `arch` runs: those of any encoder, and its heads'.
 pub fn tasks_for(arch: Architecture) -> Vec<&'static str> {
     (TASKS.iter())
-        .filter(|t| t.head.is_none_or(|h| arch.heads().contains(&h)))
+        .filter(|t| t.pipeline && t.head.is_none_or(|h| arch.heads().contains(&h)))
         .map(|t| t.name)
         .collect()
 }
 
+/// The pipelines' task names.
 pub fn names() -> Vec<&'static str> {
-    TASKS.iter().map(|t| t.name).collect()
+    (TASKS.iter().filter(|t| t.pipeline))
+        .map(|t| t.name)
+        .collect()
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::tasks::next_sentence::next_sentence;
 use crate::tasks::patterns::{CustomPattern, Patterns};
 use crate::tasks::qa::{answer, QaOptions};
 use crate::tasks::redact::{self, RedactOptions, Style, Target};
-use crate::tasks::registry;
+use crate::tasks::registry::{self, Call};
 use crate::tasks::scoring::{score, ScoreOptions};
 use crate::tasks::zero_shot::{self, zero_shot_many, ZeroShotOptions};
 use serde::de::DeserializeOwned;
@@ -245,8 +245,15 @@ pub fn redact(text: &str, entities: &str, options: &str) -> Result<String> {
 }
 
 pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
-    match task {
-        "text-classification" => {
+    let Some(spec) = registry::find(task) else {
+        return Err(Error::Input(format!(
+            "unknown task `{task}`; supported: {}",
+            registry::names().join(", ")
+        )));
+    };
+    let task = spec.name;
+    match spec.call {
+        Call::Classify => {
             let r: ClassifyRequest = parse(task, json)?;
             let inputs: Vec<(&str, Option<&str>)> = r
                 .inputs
@@ -260,7 +267,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             };
             to_json(&classify(engine, &inputs, opts).await?)
         }
-        "token-classification" => {
+        Call::Tokens => {
             let r: NerRequest = parse(task, json)?;
             let defaults = NerOptions::default();
             let opts = NerOptions {
@@ -281,7 +288,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             }
             to_json(&out)
         }
-        "question-answering" => {
+        Call::Answer => {
             let r: QaRequest = parse(task, json)?;
             let d = QaOptions::default();
             let opts = QaOptions {
@@ -302,7 +309,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             }
             to_json(&answers)
         }
-        "feature-extraction" => {
+        Call::Embed => {
             let r: EmbedRequest = parse(task, json)?;
             let trunc = truncation(r.truncation);
             let pooling = match r.pooling.unwrap_or(EmbedPooling::Mean) {
@@ -332,7 +339,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();
             to_json(&embed::embed(engine, &texts, opts).await?)
         }
-        "rank" => {
+        Call::Rank => {
             #[derive(Serialize)]
             struct Ranked {
                 corpus_id: usize,
@@ -352,7 +359,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
                 .collect();
             to_json(&out)
         }
-        "fill-mask" => {
+        Call::FillMask => {
             let r: FillMaskRequest = parse(task, json)?;
             let mut out = Vec::with_capacity(r.texts.len());
             for t in &r.texts {
@@ -362,14 +369,14 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             }
             to_json(&out)
         }
-        "next-sentence-prediction" => {
+        Call::NextSentence => {
             let r: NextSentenceRequest = parse(task, json)?;
             let pairs: Vec<(&str, &str)> = (r.inputs.iter())
                 .map(|p| (p.text.as_str(), p.text_pair.as_str()))
                 .collect();
             to_json(&next_sentence(engine, &pairs, truncation(r.truncation)).await?)
         }
-        "text-scoring" => {
+        Call::Score => {
             let r: ScoreRequest = parse(task, json)?;
             let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();
             let opts = ScoreOptions {
@@ -384,7 +391,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             }
             to_json(&out)
         }
-        "zero-shot-classification" => {
+        Call::ZeroShot => {
             let r: ZeroShotRequest = parse(task, json)?;
             let d = ZeroShotOptions::default();
             let opts = ZeroShotOptions {
@@ -396,10 +403,6 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();
             to_json(&zero_shot_many(engine, &texts, &labels, &opts).await?)
         }
-        other => Err(Error::Input(format!(
-            "unknown task `{other}`; supported: {}",
-            registry::names().join(", ")
-        ))),
     }
 }
 

@@ -541,6 +541,7 @@ export interface PipelineByTask {
   ner: TokenClassificationPipeline;
   'question-answering': QuestionAnsweringPipeline;
   'feature-extraction': FeatureExtractionPipeline;
+  embeddings: FeatureExtractionPipeline;
   'fill-mask': FillMaskPipeline;
   'text-scoring': TextScoringPipeline;
   'next-sentence-prediction': NextSentencePipeline;

@@ -12,6 +12,7 @@ import { redact } from './redact.js';
 import { ENTRY, acquire, release } from './sharing.js';
 import { pipelineOptions } from './options.js';
 import { withTransformersEvents } from './progress.js';
+import { ALIASES, TASKS } from './tasks.js';
 import { readHead, teach } from './teach.js';
 import { Tensor, cos_sim, quantizeEmbeddings, tensorOf } from './tensor.js';
 
@@ -22,7 +23,6 @@ export function clearCache(model) {
   return clearFiles(model, (m) => (m ? resolveModel(m) : { source: m }));
 }
 
-const ALIASES = { ner: 'token-classification', 'sentiment-analysis': 'text-classification', embeddings: 'feature-extraction' };
 
 /** transformers.js's default model (and dtype) of each task, for `pipeline(task)` with no model. */
 const DEFAULT_MODELS = {
@@ -147,6 +147,9 @@ const RUNNERS = {
     return reshaped(run(request, false), (all) => (Array.isArray(input) ? all.map(shape) : shape(all[0], 0)));
   },
 };
+// Every task of the engine's table (tasks.js) has its function here, and no other.
+const unmatched = [...Object.keys(TASKS), ...Object.keys(RUNNERS)].filter((t) => !(t in TASKS) || !(t in RUNNERS));
+if (unmatched.length) throw new Error(`webert: tasks.js and RUNNERS disagree on ${unmatched.join(', ')}`);
 
 /**
  * Loads `model` for `task` and returns a function that runs it.
@@ -154,8 +157,8 @@ const RUNNERS = {
  */
 export async function pipeline(task, model, options = {}) {
   const kind = ALIASES[task] ?? task;
-  if (!(kind in RUNNERS)) {
-    throw new Error(`unknown task "${task}"; supported: ${Object.keys(RUNNERS).join(', ')} (aliases: ${Object.keys(ALIASES).join(', ')})`);
+  if (!(kind in TASKS)) {
+    throw new Error(`unknown task "${task}"; supported: ${Object.keys(TASKS).join(', ')} (aliases: ${Object.keys(ALIASES).join(', ')})`);
   }
   options = pipelineOptions(options);
   const { head, revision, localOnly, ...rest } = options;

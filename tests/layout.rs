@@ -1,6 +1,7 @@
 //! The code's layout as rules that fail when broken: no two files of the library import each
 //! other (directly or around a loop), no layer imports one above it, and no file grows past
-//! about 500 lines before its tests (the files that are longer today may only shrink).
+//! about 500 lines before its tests (the files that are longer today may only shrink; a
+//! module of tests, `tests.rs`, may be long).
 //!
 //! Imports are read from the source: `use` items and `crate::` / `super::` / `self::` paths,
 //! each resolved to the file that defines the longest prefix of it. A folder's `mod.rs`
@@ -37,12 +38,11 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("gpu/bucket.rs", 920),
     ("gpu/pipelines.rs", 646),
     ("model/config.rs", 880),
-    ("model/family.rs", 1160),
+    ("model/family.rs", 1157),
     ("model/onnx/mod.rs", 563),
     ("model/onnx/structure.rs", 1647),
     ("model/onnx/structure/prenorm.rs", 666),
     ("model/onnx/tensor.rs", 520),
-    ("model/onnx/tests.rs", 1626),
     ("tasks/patterns.rs", 516),
 ];
 
@@ -329,7 +329,7 @@ fn no_layer_imports_one_above_it() {
 fn files_stay_short() {
     let files = sources();
     let mut wrong = Vec::new();
-    for src in files.values() {
+    for src in files.values().filter(|s| !s.path.ends_with("tests.rs")) {
         let limit = LONG_FILES
             .iter()
             .find(|(p, _)| *p == src.path)

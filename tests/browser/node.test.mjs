@@ -361,6 +361,12 @@ test('models load from a URL with progress events, and a sha256 is checked', asy
   assert.ok(last.bytes > 10e6, seen);
   const c = golden('pii.json').cases[0];
   assertEntities('via URL', c.text, await p(c.text, { aggregation_strategy: 'first' }), c.pipeline.first);
+  // Where the load's time went: each phase measured, together the model thread's total.
+  const { total_ms, wall_ms, worker_ms, ...phases } = p.info.loadPhases;
+  assert.deepEqual(Object.keys(phases), ['compile_ms', 'files_ms', 'copy_ms', 'build_ms', 'warm_ms']);
+  assert.ok(Object.values(phases).every((ms) => ms >= 0) && phases.build_ms > 0, JSON.stringify(p.info.loadPhases));
+  assert.ok(Math.abs(Object.values(phases).reduce((a, b) => a + b) - total_ms) < 1, JSON.stringify(p.info.loadPhases));
+  assert.ok(wall_ms >= total_ms && worker_ms >= 0);
   p.dispose();
   await assert.rejects(pipeline('ner', url, { sha256: { 'onnx/model_q4.onnx': '00'.repeat(32) } }), /model_q4\.onnx: sha256 mismatch/);
 });

@@ -24,13 +24,16 @@ export class Model {
 
   /** Downloads or reads the files and builds the engine. `report` gets progress events. */
   async load(report) {
+    const phases = new LoadPhases();
     const threads = Math.max(1, Math.floor(this.options.threads ?? defaultThreads()));
     const threadsInUse = await runtime.start(report, threads);
+    phases.lap('compile_ms');
     const { glue } = runtime;
     const layout = JSON.parse(glue.modelFiles());
     layout.pick = (origin, names, dtype) => JSON.parse(glue.pickModelFiles(origin, JSON.stringify(names), dtype ?? undefined));
     const { origin, files, forget, cacheError, stored, written } = await gatherFiles(this.source, this.options, report, layout);
     this.options.signal?.throwIfAborted();
+    phases.lap('files_ms');
     // A browser's download that is not all in the Cache API (caching off or refused) is kept too.
     const refetch = stored === false && !isNode;
     if ((typeof this.source !== 'string' && !(this.source instanceof URL)) || refetch) {
@@ -44,6 +47,7 @@ export class Model {
     report?.({ stage: 'compile', bytes: total, total });
     const loader = new runtime.glue.ModelLoader(origin);
     for (const f of files) loader.add(f.name, f.bytes);
+    phases.lap('copy_ms');
     if (this.options.memoryBudget != null) loader.setMemoryBudget(this.options.memoryBudget);
     if (this.options.gpuWeights != null) loader.setGpuWeights(String(this.options.gpuWeights));
     if (this.options.gpuTilings != null) loader.setGpuTilings(String(this.options.gpuTilings));
@@ -62,6 +66,7 @@ export class Model {
       await forget?.().catch(() => {});
       throw this.recover(e);
     }
+    phases.lap('build_ms');
     this.info = JSON.parse(this.engine.info());
     this.info.files = names;
     if (cacheError) this.info.cacheError = cacheError;
@@ -82,6 +87,8 @@ export class Model {
       this.info.savedGpuTilings = savedTilings;
       await this.saveTilings(); // the probe's forward may have timed some
     }
+    phases.lap('warm_ms');
+    this.info.loadPhases = phases.done();
     report?.({ stage: 'ready', bytes: total, total });
     this.idleWarmUp.loaded();
     const cacheWritten = this.written;
@@ -224,5 +231,24 @@ export class Model {
     if (!(e instanceof WebAssembly.RuntimeError)) return e instanceof Error ? e : new Error(String(e));
     this.engine = null; // its memory belonged to the old instance; never free() it
     return runtime.restart(e);
+  }
+}
+
+/** Where a load's time goes, in milliseconds per phase, for `info.loadPhases`. */
+class LoadPhases {
+  constructor() {
+    this.start = performance.now();
+    this.last = this.start;
+    this.phases = {};
+  }
+
+  lap(name) {
+    const now = performance.now();
+    this.phases[name] = Math.round((now - this.last) * 10) / 10;
+    this.last = now;
+  }
+
+  done() {
+    return { ...this.phases, total_ms: Math.round((this.last - this.start) * 10) / 10 };
   }
 }

@@ -32,8 +32,10 @@ export function acquire(model, options, onProgress) {
   const entry = { host, refs: 1, key };
   // A worker's cached files must outlive it (cache.js): the page holds the cache open first.
   const held = inWorker && rest.cache !== false ? holdModelCache() : null;
+  const start = performance.now();
   entry.ready = Promise.resolve(held).then(() => host.send({ op: 'load', source, options: inWorker ? rest : { ...rest, signal } }, { onProgress }))
-    .then((info) => checkKept(info, inWorker, onProgress));
+    .then((info) => checkKept(info, inWorker, onProgress))
+    .then((info) => withWall(info, performance.now() - start));
   if (signal) {
     const abort = () => host.fail(signal.reason ?? new DOMException('model loading aborted', 'AbortError'));
     signal.addEventListener('abort', abort, { once: true });
@@ -43,6 +45,17 @@ export function acquire(model, options, onProgress) {
   if (key) shared.set(key, entry);
   entry.ready.catch(() => key && shared.get(key) === entry && shared.delete(key));
   return entry;
+}
+
+/**
+ * The load's time as the page saw it (`wall_ms`), and what the model's phases leave of it:
+ * starting the worker and messages between it and the page (`worker_ms`).
+ */
+function withWall(info, wall) {
+  if (!info.loadPhases) return info;
+  const round = (ms) => Math.round(ms * 10) / 10;
+  const loadPhases = { ...info.loadPhases, wall_ms: round(wall), worker_ms: round(Math.max(0, wall - info.loadPhases.total_ms)) };
+  return { ...info, loadPhases };
 }
 
 /** `info` without the worker's list of cached entries, with `cacheError` set if the page lacks some. */

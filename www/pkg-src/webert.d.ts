@@ -184,6 +184,15 @@ export interface ModelInfo {
    * was not used. Either way a `warning` progress event says so.
    */
   cacheError?: string;
+  /**
+   * Where the load's time went, in milliseconds: `compile_ms` starting the WebAssembly module
+   * (0 when it already ran), `files_ms` downloading or reading the cache, `copy_ms` handing the
+   * bytes to it, `build_ms` parsing, packing the weights and (WebGPU) setting up and timing the
+   * GPU, `warm_ms` warming helper threads and saving GPU tilings; `total_ms` their sum in the
+   * model's thread, `wall_ms` the whole load as the page saw it and `worker_ms` what that adds
+   * (starting the worker, messages).
+   */
+  loadPhases: { compile_ms: number; files_ms: number; copy_ms: number; build_ms: number; warm_ms: number; total_ms: number; wall_ms: number; worker_ms: number };
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
   adapter?: string | null;
   /** With WebGPU: how many GEMM tilings timed by earlier loads were read from the Cache API (each used where still valid for this adapter). */

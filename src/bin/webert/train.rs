@@ -71,7 +71,7 @@ pub fn read_examples(path: &Path) -> Result<Vec<Example>> {
 pub async fn run(a: TrainArgs) -> Result<()> {
     let examples = read_examples(&a.data)?;
     let files = webert::model::ModelFiles::from_dir(&a.model)?;
-    let engine = Engine::load(files, super::cli::options(a.backend)?).await?;
+    let engine = Engine::load(files, super::load::options(a.backend)?).await?;
     let t = Instant::now();
     let texts: Vec<&str> = examples.iter().map(|e| e.text.as_str()).collect();
     let x = train::features(&engine, &texts, Some(usize::MAX)).await?;

@@ -70,18 +70,13 @@ impl Engine {
         self.config.architecture
     }
 
-    pub fn require(&self, arch: Architecture, what: &'static str) -> Result<()> {
-        if self.config.architecture != arch {
-            return Err(Error::WrongHead(what, self.config.architecture_name()));
-        }
-        Ok(())
-    }
-
     /// What to ask `run` for to get the logits of the model's head of `kind` (`what` names
-    /// it in the error when the checkpoint has none).
+    /// it in the error when the checkpoint has none): the one way a task asks for a head.
     pub fn want_head(&self, kind: HeadKind, what: &'static str) -> Result<Want> {
-        (self.plan.head_of(kind))
-            .map(Want::Head)
-            .ok_or_else(|| Error::WrongHead(what, self.config.architecture_name()))
+        match self.plan.head_of(kind) {
+            Some(0) => Ok(Want::Logits),
+            Some(i) => Ok(Want::Head(i)),
+            None => Err(Error::WrongHead(what, self.config.architecture_name())),
+        }
     }
 }

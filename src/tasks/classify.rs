@@ -1,9 +1,9 @@
 //! Sequence classification (`text-classification` pipeline): single texts and pairs.
 
 use super::{ranked, sigmoid, softmax, LabelScore};
-use crate::engine::{Engine, Want};
+use crate::engine::Engine;
 use crate::error::Result;
-use crate::model::Architecture;
+use crate::model::HeadKind;
 
 /// HF's `function_to_apply`: `softmax`, `sigmoid` or `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -35,15 +35,12 @@ pub async fn classify(
     inputs: &[(&str, Option<&str>)],
     opts: ClassifyOptions,
 ) -> Result<Vec<Vec<LabelScore>>> {
-    engine.require(
-        Architecture::SequenceClassification,
-        "sequence-classification",
-    )?;
+    let want = engine.want_head(HeadKind::SequenceClasses, "sequence-classification")?;
     let mut windows = Vec::with_capacity(inputs.len());
     for (text, pair) in inputs {
         windows.push(engine.encode(text, *pair, opts.truncation)?);
     }
-    let outs = engine.run(&windows, Want::Logits, &[]).await?;
+    let outs = engine.run(&windows, want, &[]).await?;
     let f = match opts.function {
         ScoreFn::Auto
             if engine.config.multi_label || outs.first().is_some_and(|o| o.logits.len() == 1) =>

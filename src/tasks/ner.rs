@@ -5,9 +5,9 @@
 use super::entity::Entity;
 use super::patterns::{self, Patterns};
 use super::{argmax, softmax};
-use crate::engine::{Engine, Want, WindowOutput};
+use crate::engine::{Engine, WindowOutput};
 use crate::error::Result;
-use crate::model::{Architecture, Windowing};
+use crate::model::{HeadKind, Windowing};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -76,7 +76,7 @@ pub async fn ner_many(
     texts: &[&str],
     opts: &NerOptions,
 ) -> Result<Vec<Vec<Entity>>> {
-    engine.require(Architecture::TokenClassification, "token-classification")?;
+    let want = engine.want_head(HeadKind::TokenClasses, "token-classification")?;
     let max_len = opts
         .max_len
         .unwrap_or(engine.max_len())
@@ -93,7 +93,7 @@ pub async fn ner_many(
         counts.push(w.len());
         windows.extend(w);
     }
-    let outs = engine.run(&windows, Want::Logits, &[]).await?;
+    let outs = engine.run(&windows, want, &[]).await?;
     let mut at = 0;
     let mut answers = Vec::with_capacity(texts.len());
     for (text, n) in texts.iter().zip(counts) {

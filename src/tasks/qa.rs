@@ -4,9 +4,9 @@
 //! and equal answers found in several windows add up their scores.
 
 use super::softmax;
-use crate::engine::{Engine, Want};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Windowing};
+use crate::model::{HeadKind, Windowing};
 use serde::Serialize;
 
 #[derive(Debug, Clone)]
@@ -51,7 +51,7 @@ pub async fn answer(
     context: &str,
     opts: &QaOptions,
 ) -> Result<Vec<Answer>> {
-    engine.require(Architecture::QuestionAnswering, "question-answering")?;
+    let want = engine.want_head(HeadKind::Span, "question-answering")?;
     if opts.top_k == 0 || opts.max_answer_len == 0 {
         return Err(Error::Input(
             "top_k and max_answer_len must be at least 1".into(),
@@ -73,7 +73,7 @@ pub async fn answer(
     let windows = engine
         .tokenizer
         .encode_windows(&question, Some(context), w)?;
-    let outs = engine.run(&windows, Want::Logits, &[]).await?;
+    let outs = engine.run(&windows, want, &[]).await?;
     let chars: Vec<char> = context.chars().collect();
     let pre_topk = if opts.align_to_words {
         opts.top_k * 2 + 10

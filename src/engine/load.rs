@@ -1,6 +1,7 @@
 //! Building an engine: weights within the memory budget, the CPU executor, and the GPU's
 //! where the device asks for one.
 
+use super::load_times::{Laps, LoadTimes};
 use super::options::{Device, LoadOptions};
 use super::{Engine, Gpu};
 use crate::cpu::{kernels, pool, CpuExecutor};
@@ -13,8 +14,12 @@ impl Engine {
     /// Loads a model folder's files for `options.device`; with `Auto`, a GPU that cannot be
     /// set up, or is slower than the CPU, means the CPU.
     pub async fn load(files: ModelFiles, options: LoadOptions) -> Result<Engine> {
+        let mut laps = Laps::start();
         let (config, tokenizer, weights) = files.load_within(options.budget())?;
-        Engine::build(config, tokenizer, weights, options).await
+        let parse_ms = laps.lap();
+        let mut engine = Engine::build(config, tokenizer, weights, options).await?;
+        engine.load_times.parse_ms = parse_ms;
+        Ok(engine)
     }
 
     /// As [`Engine::load`], from a config, tokenizer and weights already at hand (the CLI's
@@ -37,7 +42,9 @@ impl Engine {
         let held = weights.bytes();
         let what = || format!("the weights of this {}", config.architecture_name());
         budget::check(what, Some(held), options.budget())?;
+        let mut laps = Laps::start();
         let (plan, tensors) = Plan::build(config.clone(), weights)?;
+        let plan_ms = laps.lap();
         let plan = Arc::new(plan);
         let (device, auto) = (options.device, options.auto);
         let gpu_options = options.gpu.for_quantized(options.quantized);
@@ -53,7 +60,9 @@ impl Engine {
         if let Some(g) = gpu.as_mut().filter(|_| options.shift_gpu_rows_for_test) {
             g.shift_rows_for_test();
         }
+        let gpu_ms = laps.lap();
         let mut cpu = CpuExecutor::new(plan.clone(), tensors, kernel, options.quantized);
+        let pack_ms = laps.lap();
         cpu.set_budget(options.budget().saturating_sub(held));
         let (kernel, int_kernel) = (cpu.kernel_name(), cpu.int_kernel_name());
         let last = match &gpu {
@@ -71,12 +80,19 @@ impl Engine {
             int_kernel,
             last_backend: Mutex::new(last),
             probe: None,
+            load_times: LoadTimes {
+                plan_ms,
+                gpu_ms,
+                pack_ms,
+                ..LoadTimes::default()
+            },
             watch: Mutex::new(None),
             #[cfg(any(test, feature = "test-hooks"))]
             panic_next: Default::default(),
         };
         if device == Device::Auto && auto.probe {
             engine.probe_backends().await;
+            engine.load_times.probe_ms = laps.lap();
         }
         Ok(engine)
     }

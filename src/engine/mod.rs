@@ -6,6 +6,7 @@ mod backend;
 mod clock;
 mod encode;
 mod load;
+mod load_times;
 mod options;
 mod probe;
 mod profile;
@@ -26,6 +27,7 @@ pub use crate::gpu::{
 pub use crate::gpu::{GpuOptions, KernelOptions, TileChoice, WeightBytes};
 use crate::model::{Architecture, HeadKind, ModelConfig, Plan, TextTokenizer};
 pub use encode::too_long;
+pub use load_times::LoadTimes;
 pub use options::{AutoOptions, Device, LoadOptions};
 pub use probe::{Probe, PROBE_AGREEMENT};
 pub use run::WindowOutput;
@@ -60,6 +62,7 @@ pub struct Engine {
     int_kernel: Option<&'static str>,
     last_backend: Mutex<String>,
     probe: Option<Probe>,
+    load_times: LoadTimes,
     watch: Mutex<Option<Arc<dyn Watch>>>,
     #[cfg(any(test, feature = "test-hooks"))]
     panic_next: std::sync::atomic::AtomicBool,
@@ -68,6 +71,11 @@ pub struct Engine {
 impl Engine {
     pub fn architecture(&self) -> Architecture {
         self.config.architecture
+    }
+
+    /// Where the load's time went.
+    pub fn load_times(&self) -> LoadTimes {
+        self.load_times
     }
 
     /// What to ask `run` for to get the logits of the model's head of `kind` (`what` names

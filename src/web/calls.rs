@@ -425,6 +425,7 @@ pub fn info(engine: &Engine) -> String {
         "labels": c.id2label,
         "zero_shot": zero_shot::method(engine),
         "max_length": engine.max_len(),
+        "load_times": engine.load_times(),
         "hidden_size": c.hidden_size,
         "num_layers": c.num_layers,
         "mask_token": engine.tokenizer.mask_token,

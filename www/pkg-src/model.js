@@ -88,7 +88,9 @@ export class Model {
       await this.saveTilings(); // the probe's forward may have timed some
     }
     phases.lap('warm_ms');
-    this.info.loadPhases = phases.done();
+    const { load_times: inBuild, ...info } = this.info;
+    this.info = info;
+    this.info.loadPhases = { ...phases.done(), build: inBuild };
     report?.({ stage: 'ready', bytes: total, total });
     this.idleWarmUp.loaded();
     const cacheWritten = this.written;

@@ -1,6 +1,6 @@
 //! AVX2+FMA micro-kernel: 6 rows × 16 columns, 12 ymm accumulators; and a q8 tile.
 
-use super::kernels::{store_partial, ActCodes, Kernel, QKernel, QTile};
+use super::tile::{store_partial, ActCodes, Kernel, QKernel, QTile};
 use std::arch::x86_64::*;
 
 const MR: usize = 6;

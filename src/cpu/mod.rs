@@ -8,6 +8,7 @@ pub mod pool;
 pub mod qgemm;
 mod rotary;
 mod scalar;
+pub mod tile;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -25,9 +26,9 @@ use crate::exec::{Batch, Output, Quantized, Want};
 use crate::model::{Op, Plan, Quant, Rows, Tensor, WeightId, WeightUse};
 use attention::{attention, AttentionScratch};
 use gemm::{gemm, PackedB};
-use kernels::{Kernel, QKernel};
 use qgemm::{qgemm, qgemm_channel, PackedQ, QScratch, RowGroup};
 use std::sync::Arc;
+use tile::{Kernel, QKernel};
 
 /// A linear weight in the layout of the kernel that multiplies it.
 enum Packed {

@@ -12,11 +12,11 @@
 //! instead: A is quantized per tensor (a [`RowGroup`]) to uint8 as `DynamicQuantizeLinear`
 //! does, the int32 sums `Σ (qa − za)(qw − zw)` are exact, and `C = f32(sum) · (sa·sw)`.
 //! Tiles take the codes shifted into their operands' ranges (`a* = qa − c`, `w* = qw − cw`)
-//! and add the exact integer corrections ([`ChannelTerms`](super::kernels::ChannelTerms)):
+//! and add the exact integer corrections ([`ChannelTerms`](super::tile::ChannelTerms)):
 //! `Σ (a* + e)(w* + d) = Σ a*w* + d·Σ a* + e·(Σ w* + k·d)` with `e = c − za`, `d = cw − zw`.
 
-use super::kernels::{tile_for, ActCodes, ChannelTerms, QKernel, QTile, StripBlock};
 use super::pool::{self, SharedMut};
+use super::tile::{tile_for, ActCodes, ChannelTerms, QKernel, QTile, StripBlock};
 use crate::model::{BlockQuant, ChannelQuant};
 
 /// Weights packed for a [`QKernel`]: per panel of `nr` columns and per block, steps of
@@ -720,7 +720,7 @@ fn abs_max(x: &[f32]) -> f32 {
     acc.iter().fold(tail, |m, &v| m.max(v))
 }
 
-/// The portable [`QuantizeFn`](super::kernels::QuantizeFn): one row at a time.
+/// The portable [`QuantizeFn`](super::tile::QuantizeFn): one row at a time.
 ///
 /// # Safety
 /// `s` holds `mr` rows of `block` floats, room for the strip block's codes, and `mr` values of
@@ -900,7 +900,7 @@ mod tests {
             use crate::cpu::simd128::quantize_int8;
             let i8 = &crate::cpu::scalar::QUANT_I8;
             for (mr, quantize) in [
-                (1, quantize_int8::<1> as super::super::kernels::QuantizeFn),
+                (1, quantize_int8::<1> as super::super::tile::QuantizeFn),
                 (2, quantize_int8::<2>),
                 (4, quantize_int8::<4>),
                 (7, quantize_int8::<7>),

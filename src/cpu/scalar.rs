@@ -1,6 +1,6 @@
 //! Portable micro-kernel; the compiler vectorises it for the baseline ISA.
 
-use super::kernels::{store_partial, ActCodes, Kernel, QKernel, QTile};
+use super::tile::{store_partial, ActCodes, Kernel, QKernel, QTile};
 
 const MR: usize = 4;
 const NR: usize = 8;

@@ -3,7 +3,7 @@
 //! 4x8 is the fastest (5x8, 6x8, 4x12, 3x16 spill or lose to it, `examples/gemm_bench.rs`;
 //! docs/performance.md).
 
-use super::kernels::{store_partial, ActCodes, ChannelTerms, Kernel, QKernel, QTile, StripBlock};
+use super::tile::{store_partial, ActCodes, ChannelTerms, Kernel, QKernel, QTile, StripBlock};
 use std::arch::wasm32::*;
 
 const MR: usize = 4;
@@ -363,7 +363,7 @@ unsafe fn quantize_4k<const R: usize>(
     })
 }
 
-/// [`QuantizeFn`](super::kernels::QuantizeFn) for int8 codes in groups of 4 (the relaxed-simd
+/// [`QuantizeFn`](super::tile::QuantizeFn) for int8 codes in groups of 4 (the relaxed-simd
 /// tile, `R` rows): each 4 rows × 4 k of a step narrow to one vector, 2 rows to half of one.
 ///
 /// # Safety
@@ -400,7 +400,7 @@ pub(super) unsafe fn quantize_int8<const R: usize>(kern: &QKernel, s: StripBlock
     add_lanes(&acc, sums);
 }
 
-/// [`QuantizeFn`](super::kernels::QuantizeFn) for int16 codes in pairs (the int16 tile): 4 k
+/// [`QuantizeFn`](super::tile::QuantizeFn) for int16 codes in pairs (the int16 tile): 4 k
 /// of 4 rows make two steps, the even and odd pairs of the narrowed rows.
 ///
 /// # Safety

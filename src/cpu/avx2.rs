@@ -1,6 +1,7 @@
 //! AVX2+FMA micro-kernel: 6 rows × 16 columns, 12 ymm accumulators; and a q8 tile.
 
-use super::tile::{store_partial, ActCodes, Kernel, QKernel, QTile};
+use super::dynamic_quant::ActCodes;
+use super::tile::{store_partial, Kernel, QKernel, QTile};
 use std::arch::x86_64::*;
 
 const MR: usize = 6;

@@ -10,8 +10,9 @@
 //! 4x8. Without LSR, 6x8 beats 4x8 at 128 tokens and ties at 15 (`examples/gemm_bench.rs`
 //! in Chromium; figures in docs/performance.md).
 
+use super::dynamic_quant::ActCodes;
 use super::simd128::tile_with;
-use super::tile::{ActCodes, Kernel, QKernel, QTile, TileFn};
+use super::tile::{Kernel, QKernel, QTile, TileFn};
 use std::arch::wasm32::*;
 
 super::math::row_ops!(FusedF32x4);

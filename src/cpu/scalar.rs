@@ -1,6 +1,7 @@
 //! Portable micro-kernel; the compiler vectorises it for the baseline ISA.
 
-use super::tile::{store_partial, ActCodes, Kernel, QKernel, QTile};
+use super::dynamic_quant::ActCodes;
+use super::tile::{store_partial, Kernel, QKernel, QTile};
 
 const MR: usize = 4;
 const NR: usize = 8;

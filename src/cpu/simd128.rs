@@ -3,7 +3,8 @@
 //! 4x8 is the fastest (5x8, 6x8, 4x12, 3x16 spill or lose to it, `examples/gemm_bench.rs`;
 //! docs/performance.md).
 
-use super::tile::{store_partial, ActCodes, ChannelTerms, Kernel, QKernel, QTile, StripBlock};
+use super::dynamic_quant::ActCodes;
+use super::tile::{store_partial, ChannelTerms, Kernel, QKernel, QTile, StripBlock};
 use std::arch::wasm32::*;
 
 const MR: usize = 4;

@@ -1,6 +1,8 @@
 //! The interface between the GEMM drivers and the ISA files: the register-tile function types,
 //! the `Kernel` / `QKernel` that describe one ISA's tiles, and the helpers the tiles share.
 
+use super::dynamic_quant::ActCodes;
+
 /// `C[rows×cols] (+)= Astrip[k×mr] · Bpanel[k×nr]` for one register tile.
 pub type TileFn = unsafe fn(
     k: usize,
@@ -73,29 +75,6 @@ pub struct ChannelTerms {
     /// Null, or `x`: `mr × nr` int32 (row stride `nr`), the products of the weight codes that
     /// did not fit the tile's operand (`PackedQ`'s spills).
     pub extra: *const i32,
-}
-
-/// How a tile takes q8 activations: `DynamicQuantizeLinear`'s uint8 codes `qa` with zero
-/// point `za`, stored as `a* = qa − c` (`e = c − za` in [`ChannelTerms`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ActCodes {
-    /// int8 `qa − 128` (the signed operand of relaxed-simd's dot product).
-    Int8,
-    /// uint8 `qa` (the unsigned operand of `vpdpbusd` / `vpmaddubsw`).
-    Uint8,
-    /// int16 `qa − za` (exact, no correction).
-    Int16,
-}
-
-impl ActCodes {
-    /// The `c` of `a* = qa − c` for a row whose zero point is `zp`.
-    pub fn offset(self, zp: i32) -> i32 {
-        match self {
-            ActCodes::Int8 => 128,
-            ActCodes::Uint8 => 0,
-            ActCodes::Int16 => zp,
-        }
-    }
 }
 
 /// Writes `C[rows×cols] = A·Wᵀ` for one quantized tile.

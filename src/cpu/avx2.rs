@@ -33,7 +33,7 @@ pub(super) static Q8: QKernel = QKernel {
     a_bytes: 1,
     tile: q8_tile::<QMR>,
     tails: &[q8_tile::<1>, q8_tile::<2>, q8_tile::<3>],
-    quantize: super::qgemm::quantize_rows,
+    quantize: super::quantize::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
     ops: &ROW_OPS,

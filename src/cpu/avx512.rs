@@ -51,7 +51,7 @@ static Q8_VNNI: QKernel = QKernel {
         q8_tile::<10>,
         q8_tile::<11>,
     ],
-    quantize: super::qgemm::quantize_rows,
+    quantize: super::quantize::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
     ops: &ROW_OPS,

@@ -149,6 +149,8 @@ pub(super) fn params_of_range((min, max): (f32, f32)) -> (f32, i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::kernels::available;
+    use crate::cpu::quant_fixtures::{q8_kernels, rand};
 
     /// `DynamicQuantizeLinear` on small cases worked by hand.
     #[test]
@@ -169,5 +171,73 @@ mod tests {
         assert_eq!(dynamic_code(3.5, 1.0, 10), 14);
         assert_eq!(dynamic_code(-20.0, 1.0, 10), 0);
         assert_eq!(dynamic_code(400.0, 1.0, 10), 255);
+    }
+
+    /// Every ISA's q8 row ops give `dynamic_params` / `dynamic_code` bit for bit: ties, values
+    /// on and past the clamp bounds, signed zeros, tiny values, every code layout, ragged k.
+    #[test]
+    fn q8_row_ops_match_dynamic_quantize_linear() {
+        let mut all = q8_kernels();
+        all.extend(available().iter().filter_map(|k| k.quant));
+        for qk in all {
+            for k in [1usize, 3, 16, 17, 64, 101, 384] {
+                for case in 0..4 {
+                    let mut x: Vec<f32> = rand(k, (k + case) as u64)
+                        .map(|r| (r % 20001) as f32 / 3000.0 - 3.0 * case as f32)
+                        .collect();
+                    if case == 3 {
+                        x.iter_mut().for_each(|v| *v = v.abs() * 1e-3);
+                    }
+                    let (scale, zp) = dynamic_params(x.iter().copied());
+                    // SAFETY: `q8_kernels` and `available` list kernels this machine runs.
+                    let range = unsafe { (qk.ops.q8_range)(&x, (0.0, 0.0)) };
+                    assert_eq!(params_of_range(range), (scale, zp), "{} range", qk.name);
+                    // ties, bounds, far outside, zeros and a denormal
+                    for (i, v) in [
+                        2.5 * scale,
+                        -3.5 * scale,
+                        255.0 * scale,
+                        1e6,
+                        -1e6,
+                        -0.0,
+                        0.0,
+                        1e-40,
+                    ]
+                    .into_iter()
+                    .enumerate()
+                    {
+                        if i < k {
+                            x[(i * 7) % k] = v;
+                        }
+                    }
+                    for codes in [ActCodes::Uint8, ActCodes::Int8, ActCodes::Int16] {
+                        let c = codes.offset(zp);
+                        let row = Q8Row {
+                            scale,
+                            zp,
+                            c,
+                            codes,
+                        };
+                        let mut out = vec![0u32; k.div_ceil(2)];
+                        // SAFETY: as above.
+                        let sum = unsafe { (qk.ops.q8_codes)(&x, row, &mut out) };
+                        let bytes: Vec<u8> = out.iter().flat_map(|w| w.to_ne_bytes()).collect();
+                        let want: Vec<i32> =
+                            x.iter().map(|&v| dynamic_code(v, scale, zp) - c).collect();
+                        assert_eq!(sum, want.iter().sum::<i32>(), "{} {codes:?} sum", qk.name);
+                        for (i, &w) in want.iter().enumerate() {
+                            let got = match codes {
+                                ActCodes::Uint8 => bytes[i] as i32,
+                                ActCodes::Int8 => bytes[i] as i8 as i32,
+                                ActCodes::Int16 => {
+                                    i16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]) as i32
+                                }
+                            };
+                            assert_eq!(got, w, "{} {codes:?} k={k} x[{i}] = {}", qk.name, x[i]);
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -73,7 +73,9 @@ pub fn int8_dot_works() -> bool {
 }
 
 fn tile_is_exact(kern: &'static QKernel) -> bool {
-    use super::qgemm::{qgemm, PackedQ, QScratch};
+    use super::qgemm::qgemm;
+    use super::qpack::PackedQ;
+    use super::quantize::QScratch;
     let (m, n, k) = (QMR, QNR, 64);
     let q = crate::model::BlockQuant {
         block: 32,
@@ -174,8 +176,7 @@ unsafe fn tile<const R: usize>(
 
 /// # Safety
 /// `t` points at a full strip (`R` of its rows are read) and panel of `t.blocks` blocks (see
-/// `qgemm.rs`), and `c` covers
-/// `rows × cols` with stride `ldc`.
+/// [`QTile`]), and `c` covers `rows × cols` with stride `ldc`.
 unsafe fn qtile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
     super::simd128::qtile_with::<R, QNV, QMR>(
         t,

@@ -41,8 +41,8 @@ pub fn tile_for<T: Copy>(tile: T, tails: &[T], rows: usize, mr: usize) -> T {
     }
 }
 
-/// One quantized register tile's operands (see `qgemm.rs` for the layouts): `blocks` weight
-/// blocks of `steps` steps of `group` k each.
+/// One quantized register tile's operands (see `qpack.rs` and `quantize.rs` for the layouts):
+/// `blocks` weight blocks of `steps` steps of `group` k each.
 pub struct QTile {
     pub blocks: usize,
     pub steps: usize,
@@ -95,7 +95,7 @@ pub struct StripBlock {
 }
 
 /// Quantizes a [`StripBlock`]: each value times its row's `inv`, rounded to nearest even.
-/// Every implementation gives the codes of `qgemm::quantize_rows`.
+/// Every implementation gives the codes of `quantize::quantize_rows`.
 pub type QuantizeFn = unsafe fn(kern: &QKernel, s: StripBlock);
 
 pub struct QKernel {

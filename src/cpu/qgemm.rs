@@ -12,7 +12,7 @@
 //! instead: A is quantized per tensor (a [`RowGroup`]) to uint8 as `DynamicQuantizeLinear`
 //! does, the int32 sums `Σ (qa − za)(qw − zw)` are exact, and `C = f32(sum) · (sa·sw)`.
 //! Tiles take the codes shifted into their operands' ranges (`a* = qa − c`, `w* = qw − cw`)
-//! and add the exact integer corrections ([`ChannelTerms`](super::tile::ChannelTerms)):
+//! and add the exact integer corrections ([`ChannelTerms`]):
 //! `Σ (a* + e)(w* + d) = Σ a*w* + d·Σ a* + e·(Σ w* + k·d)` with `e = c − za`, `d = cw − zw`.
 //!
 //! This file runs the tiles over weights packed once ([`PackedQ`], `qpack.rs`) and A quantized

@@ -11,7 +11,9 @@ use webert::cpu::attention::{attention, AttentionScratch, Shape};
 use webert::cpu::gemm::{gemm, PackedB};
 use webert::cpu::kernels::{available, quant_reference};
 use webert::cpu::math::Epilogue;
-use webert::cpu::qgemm::{qgemm, qgemm_channel, PackedQ, QScratch, RowGroup};
+use webert::cpu::qgemm::{qgemm, qgemm_channel};
+use webert::cpu::qpack::PackedQ;
+use webert::cpu::quantize::{QScratch, RowGroup};
 use webert::model::{Activation, BlockQuant, ChannelQuant};
 
 /// Best-of-3 seconds per call of `f`, repeated to about 2 GFLOP per timing.

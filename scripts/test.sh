@@ -37,7 +37,8 @@ CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings --experimental-wasm-relaxe
 # (Node 20's does not): q8 and q4 tiles, the fused dot and the two-step one, bit for bit
 # against the integer references there.
 relaxed_lib=$(ls -t target/relaxed/wasm32-wasip1/release/deps/webert-*.wasm | head -1)
-out=$(node tests/bench/wasi-chromium.mjs "$relaxed_lib" qgemm --test-threads 1 --nocapture)
+out=$(node tests/bench/wasi-chromium.mjs "$relaxed_lib" cpu::qgemm cpu::qpack cpu::quantize cpu::dynamic_quant \
+  --test-threads 1 --nocapture)
 echo "$out"
 tiles=$(grep "q8 tiles checked:" <<<"$out")
 grep -q "test result: ok" <<<"$out" && grep -q "relaxed-simd int8 pairs" <<<"$tiles" && grep -Eq "relaxed-simd int8(,|$)" <<<"$tiles"

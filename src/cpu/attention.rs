@@ -4,8 +4,8 @@
 //! for the real (unpadded) keys, so padding is masked by never being read.
 
 use super::gemm::{gemm, gemm_shared, PackedB};
-use super::kernels::Kernel;
 use super::pool::{self, SharedMut, MAX_WORKERS};
+use super::tile::Kernel;
 use std::sync::Mutex;
 
 /// Per-worker scratch: (sequence, head) pairs run in parallel, one per task.

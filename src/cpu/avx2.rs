@@ -1,6 +1,7 @@
 //! AVX2+FMA micro-kernel: 6 rows × 16 columns, 12 ymm accumulators; and a q8 tile.
 
-use super::kernels::{store_partial, ActCodes, Kernel, QKernel, QTile};
+use super::dynamic_quant::ActCodes;
+use super::tile::{store_partial, Kernel, QKernel, QTile};
 use std::arch::x86_64::*;
 
 const MR: usize = 6;
@@ -32,7 +33,7 @@ pub(super) static Q8: QKernel = QKernel {
     a_bytes: 1,
     tile: q8_tile::<QMR>,
     tails: &[q8_tile::<1>, q8_tile::<2>, q8_tile::<3>],
-    quantize: super::qgemm::quantize_rows,
+    quantize: super::quantize::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
     ops: &ROW_OPS,

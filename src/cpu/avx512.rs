@@ -1,7 +1,8 @@
 //! AVX-512F micro-kernel: 12 rows × 32 columns, 24 zmm accumulators; and a q8 tile with
 //! AVX-512 VNNI.
 
-use super::kernels::{store_partial, ActCodes, Kernel, QKernel, QTile};
+use super::dynamic_quant::ActCodes;
+use super::tile::{store_partial, Kernel, QKernel, QTile};
 use std::arch::x86_64::*;
 
 const MR: usize = 12;
@@ -50,7 +51,7 @@ static Q8_VNNI: QKernel = QKernel {
         q8_tile::<10>,
         q8_tile::<11>,
     ],
-    quantize: super::qgemm::quantize_rows,
+    quantize: super::quantize::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
     ops: &ROW_OPS,

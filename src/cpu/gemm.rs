@@ -2,8 +2,8 @@
 //! layouts of the selected micro-kernel. B (weights, or K/V inside attention) is packed once
 //! into `nr`-wide column panels; A is packed per call into `mr`-row strips.
 
-use super::kernels::{tile_for, Kernel};
 use super::pool::{self, SharedMut};
+use super::tile::{tile_for, Kernel};
 
 /// Depth of one K block: a `kc × nr` B block of 16 KiB stays in L1 while every A strip passes
 /// over it (kc 128 for 32-wide panels, 512 for 8-wide ones: fewer passes over C, and B streams

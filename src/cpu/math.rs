@@ -396,10 +396,10 @@ pub struct RowOps {
     pub epilogue: unsafe fn(&mut [f32], &Epilogue),
     pub softmax: unsafe fn(&mut [f32], usize, f32, &mut [f32]),
     pub layer_norm: unsafe fn(&mut [f32], &[f32], &[f32], f32, bool),
-    /// The running (min, max) of a row from a start value (`qgemm::q8_range`).
+    /// The running (min, max) of a row from a start value (`dynamic_quant::q8_range`).
     pub q8_range: RangeFn,
-    /// One row's `DynamicQuantizeLinear` codes (`qgemm::q8_codes`).
-    pub q8_codes: unsafe fn(&[f32], crate::cpu::qgemm::Q8Row, &mut [u32]) -> i32,
+    /// One row's `DynamicQuantizeLinear` codes (`dynamic_quant::q8_codes`).
+    pub q8_codes: unsafe fn(&[f32], crate::cpu::dynamic_quant::Q8Row, &mut [u32]) -> i32,
 }
 
 /// Instantiates [`RowOps`] with the generic code compiled for the given [`Lanes`] and target
@@ -422,15 +422,15 @@ macro_rules! row_ops {
             }
             $(#[target_feature(enable = $feature)])?
             unsafe fn q8_range(x: &[f32], init: (f32, f32)) -> (f32, f32) {
-                $crate::cpu::qgemm::q8_range(x, init)
+                $crate::cpu::dynamic_quant::q8_range(x, init)
             }
             $(#[target_feature(enable = $feature)])?
             unsafe fn q8_codes(
                 x: &[f32],
-                row: $crate::cpu::qgemm::Q8Row,
+                row: $crate::cpu::dynamic_quant::Q8Row,
                 out: &mut [u32],
             ) -> i32 {
-                $crate::cpu::qgemm::q8_codes(x, row, out)
+                $crate::cpu::dynamic_quant::q8_codes(x, row, out)
             }
             $crate::cpu::math::RowOps {
                 epilogue,

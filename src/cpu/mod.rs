@@ -1,13 +1,18 @@
 //! Executes the plan on the CPU with the best SIMD micro-kernel for this machine.
 
 pub mod attention;
+pub mod dynamic_quant;
 pub mod gemm;
 pub mod kernels;
 pub mod math;
 pub mod pool;
 pub mod qgemm;
+pub mod qpack;
+mod quant_fixtures;
+pub mod quantize;
 mod rotary;
 mod scalar;
+pub mod tile;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -25,9 +30,11 @@ use crate::exec::{Batch, Output, Quantized, Want};
 use crate::model::{Op, Plan, Quant, Rows, Tensor, WeightId, WeightUse};
 use attention::{attention, AttentionScratch};
 use gemm::{gemm, PackedB};
-use kernels::{Kernel, QKernel};
-use qgemm::{qgemm, qgemm_channel, PackedQ, QScratch, RowGroup};
+use qgemm::{qgemm, qgemm_channel};
+use qpack::PackedQ;
+use quantize::{QScratch, RowGroup};
 use std::sync::Arc;
+use tile::{Kernel, QKernel};
 
 /// A linear weight in the layout of the kernel that multiplies it.
 enum Packed {

@@ -1,6 +1,6 @@
 //! AArch64 NEON micro-kernel: 8 rows × 8 columns, 16 q-register accumulators.
 
-use super::kernels::{store_partial, Kernel};
+use super::tile::{store_partial, Kernel};
 use std::arch::aarch64::*;
 
 const MR: usize = 8;

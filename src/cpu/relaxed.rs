@@ -10,8 +10,9 @@
 //! 4x8. Without LSR, 6x8 beats 4x8 at 128 tokens and ties at 15 (`examples/gemm_bench.rs`
 //! in Chromium; figures in docs/performance.md).
 
-use super::kernels::{ActCodes, Kernel, QKernel, QTile, TileFn};
+use super::dynamic_quant::ActCodes;
 use super::simd128::tile_with;
+use super::tile::{Kernel, QKernel, QTile, TileFn};
 use std::arch::wasm32::*;
 
 super::math::row_ops!(FusedF32x4);
@@ -72,7 +73,9 @@ pub fn int8_dot_works() -> bool {
 }
 
 fn tile_is_exact(kern: &'static QKernel) -> bool {
-    use super::qgemm::{qgemm, PackedQ, QScratch};
+    use super::qgemm::qgemm;
+    use super::qpack::PackedQ;
+    use super::quantize::QScratch;
     let (m, n, k) = (QMR, QNR, 64);
     let q = crate::model::BlockQuant {
         block: 32,
@@ -173,8 +176,7 @@ unsafe fn tile<const R: usize>(
 
 /// # Safety
 /// `t` points at a full strip (`R` of its rows are read) and panel of `t.blocks` blocks (see
-/// `qgemm.rs`), and `c` covers
-/// `rows × cols` with stride `ldc`.
+/// [`QTile`]), and `c` covers `rows × cols` with stride `ldc`.
 unsafe fn qtile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
     super::simd128::qtile_with::<R, QNV, QMR>(
         t,

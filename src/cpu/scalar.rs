@@ -1,6 +1,7 @@
 //! Portable micro-kernel; the compiler vectorises it for the baseline ISA.
 
-use super::kernels::{store_partial, ActCodes, Kernel, QKernel, QTile};
+use super::dynamic_quant::ActCodes;
+use super::tile::{store_partial, Kernel, QKernel, QTile};
 
 const MR: usize = 4;
 const NR: usize = 8;
@@ -26,7 +27,7 @@ pub static QUANT: QKernel = QKernel {
     a_bytes: 2,
     tile: qtile::<2, 2, false, false>,
     tails: &[],
-    quantize: super::qgemm::quantize_rows,
+    quantize: super::quantize::quantize_rows,
     blocks: true,
     q8_a: ActCodes::Int16,
     ops: &ROW_OPS,
@@ -51,7 +52,7 @@ pub static QUANT_I8: QKernel = QKernel {
     a_bytes: 1,
     tile: qtile::<4, 1, false, false>,
     tails: &[],
-    quantize: super::qgemm::quantize_rows,
+    quantize: super::quantize::quantize_rows,
     blocks: true,
     q8_a: ActCodes::Int8,
     ops: &ROW_OPS,
@@ -69,7 +70,7 @@ pub static QUANT_U8S8: QKernel = QKernel {
     a_bytes: 1,
     tile: qtile::<4, 1, true, true>,
     tails: &[],
-    quantize: super::qgemm::quantize_rows,
+    quantize: super::quantize::quantize_rows,
     blocks: false,
     q8_a: ActCodes::Uint8,
     ops: &ROW_OPS,
@@ -105,7 +106,7 @@ unsafe fn tile(
 }
 
 /// # Safety
-/// `t` points at a full strip and panel of `t.blocks` blocks (see `qgemm.rs`) in the layout of
+/// `t` points at a full strip and panel of `t.blocks` blocks (see [`QTile`]) in the layout of
 /// `G`-wide groups and `W`-byte A codes (unsigned bytes when `AU`; weights signed when `WS`),
 /// and `c` covers `rows × cols` with stride `ldc`.
 unsafe fn qtile<const G: usize, const W: usize, const AU: bool, const WS: bool>(

@@ -3,7 +3,8 @@
 //! 4x8 is the fastest (5x8, 6x8, 4x12, 3x16 spill or lose to it, `examples/gemm_bench.rs`;
 //! docs/performance.md).
 
-use super::kernels::{store_partial, ActCodes, ChannelTerms, Kernel, QKernel, QTile, StripBlock};
+use super::dynamic_quant::ActCodes;
+use super::tile::{store_partial, ChannelTerms, Kernel, QKernel, QTile, StripBlock};
 use std::arch::wasm32::*;
 
 const MR: usize = 4;
@@ -193,8 +194,7 @@ pub(super) unsafe fn tile_with<const MR: usize, const NV: usize, const AS: usize
 
 /// # Safety
 /// `t` points at a full strip (`R` of its rows are read) and panel of `t.blocks` blocks (see
-/// `qgemm.rs`), and `c` covers
-/// `rows × cols` with stride `ldc`.
+/// [`QTile`]), and `c` covers `rows × cols` with stride `ldc`.
 unsafe fn qtile<const R: usize>(t: QTile, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
     qtile_with::<R, NV, MR>(
         t,
@@ -315,7 +315,7 @@ unsafe fn qtile_sums<const R: usize, const V: usize, const AS: usize, const SHAR
 ///
 /// # Safety
 /// `t.a_scales` and `t.b_scales` hold the per-block scales of the tile's strip and panel (see
-/// `qgemm.rs`).
+/// [`QTile`]).
 #[inline(always)]
 unsafe fn add_scaled_block<const R: usize, const V: usize, const AS: usize, const SHARED: bool>(
     acc: &mut [[v128; V]; R],
@@ -363,11 +363,11 @@ unsafe fn quantize_4k<const R: usize>(
     })
 }
 
-/// [`QuantizeFn`](super::kernels::QuantizeFn) for int8 codes in groups of 4 (the relaxed-simd
+/// [`QuantizeFn`](super::tile::QuantizeFn) for int8 codes in groups of 4 (the relaxed-simd
 /// tile, `R` rows): each 4 rows × 4 k of a step narrow to one vector, 2 rows to half of one.
 ///
 /// # Safety
-/// As [`quantize_rows`](super::qgemm::quantize_rows), for a kernel with `mr = R`, `group = 4`,
+/// As [`quantize_rows`](super::quantize::quantize_rows), for a kernel with `mr = R`, `group = 4`,
 /// `a_bytes = 1` and `block % 4 == 0`.
 #[cfg_attr(not(target_feature = "relaxed-simd"), allow(dead_code))] // tests use it everywhere
 pub(super) unsafe fn quantize_int8<const R: usize>(kern: &QKernel, s: StripBlock) {
@@ -400,15 +400,15 @@ pub(super) unsafe fn quantize_int8<const R: usize>(kern: &QKernel, s: StripBlock
     add_lanes(&acc, sums);
 }
 
-/// [`QuantizeFn`](super::kernels::QuantizeFn) for int16 codes in pairs (the int16 tile): 4 k
+/// [`QuantizeFn`](super::tile::QuantizeFn) for int16 codes in pairs (the int16 tile): 4 k
 /// of 4 rows make two steps, the even and odd pairs of the narrowed rows.
 ///
 /// # Safety
-/// As [`quantize_rows`](super::qgemm::quantize_rows), for a kernel with `mr = 4`, `group = 2`
+/// As [`quantize_rows`](super::quantize::quantize_rows), for a kernel with `mr = 4`, `group = 2`
 /// and `a_bytes = 2`.
 unsafe fn quantize_int16(kern: &QKernel, s: StripBlock) {
     if !s.block.is_multiple_of(4) {
-        return super::qgemm::quantize_rows(kern, s);
+        return super::quantize::quantize_rows(kern, s);
     }
     let (chunk, a, lda, inv, block, sums) = (s.chunk, s.a, s.lda, s.inv, s.block, s.sums);
     debug_assert!(kern.mr == MR && kern.group == 2 && kern.a_bytes == 2);

@@ -173,6 +173,7 @@ pub async fn run(a: BenchArgs) -> Result<()> {
             "gpu_gemm_weight_bytes_dequantized": weights.map(|w| w.gemm_dequantized),
             "model": label,
             "backend": engine.backend(),
+            "load_times": engine.load_times(),
             "batch": a.batch,
             "seq_len": a.seq_len,
             "peak_rss_mib": peak_rss_kb().map(|kb| kb as f64 / 1024.0),

@@ -4,6 +4,11 @@
 const CACHE = 'webert-demo-v1';
 const SHELL = [
   './', 'index.html', 'app.js', 'style.css',
+  'demo/action.js', 'demo/bars.js', 'demo/cls-mode.js', 'demo/cls.js', 'demo/code.js',
+  'demo/defaults.js', 'demo/dom.js', 'demo/dtype.js', 'demo/errors.js', 'demo/hub.js',
+  'demo/latency.js', 'demo/load.js', 'demo/loaders.js', 'demo/ner.js', 'demo/open.js',
+  'demo/outputs.js', 'demo/progress.js', 'demo/qa.js', 'demo/settings.js', 'demo/sim.js',
+  'demo/state.js',
   'pkg/webert.js', 'pkg/tasks.js', 'pkg/sharing.js', 'pkg/host.js', 'pkg/lane.js', 'pkg/worker.js', 'pkg/handler.js', 'pkg/model.js',
   'pkg/hooks.js', 'pkg/redact.js', 'pkg/runtime.js', 'pkg/pool.js', 'pkg/warmup.js', 'pkg/files.js', 'pkg/cache.js', 'pkg/tilings.js', 'pkg/watchdog.js', 'pkg/env.js', 'pkg/teach.js', 'pkg/tensor.js', 'pkg/progress.js', 'pkg/options.js', 'pkg/simd.js', 'pkg/platform.js', 'pkg/disk-cache.js', 'pkg/webert_wasm.js',
   'pkg/webert_wasm_bg.wasm', 'pkg/webert_wasm_relaxed_bg.wasm',

@@ -5,7 +5,7 @@
 //   node --test tests/browser/demo.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHROMIUM_BACKEND, INT_SCORE_TOL, MODELS, ROOT, golden, u16, entitiesU16, requireModels } from './golden.mjs';
@@ -506,6 +506,13 @@ test('the service worker keeps every module and .wasm of the package for offline
   // testing.js is the test hooks' entry point, which the page never imports.
   const needed = files.filter((f) => /\.(js|wasm)$/.test(f) && f !== 'testing.js');
   const missing = needed.filter((f) => !sw.includes(`'pkg/${f}'`));
+  assert.deepEqual(missing, [], 'www/sw.js SHELL lacks these');
+});
+
+test('the service worker keeps every module of the page for offline use', () => {
+  const sw = readFileSync(join(WWW, 'sw.js'), 'utf8');
+  const modules = ['app.js', ...readdirSync(join(WWW, 'demo')).filter((f) => f.endsWith('.js')).map((f) => `demo/${f}`)];
+  const missing = modules.filter((f) => !sw.includes(`'${f}'`));
   assert.deepEqual(missing, [], 'www/sw.js SHELL lacks these');
 });
 

@@ -1,6 +1,7 @@
 //! Executes the plan on the CPU with the best SIMD micro-kernel for this machine.
 
 pub mod attention;
+pub mod bandwidth;
 pub mod dynamic_quant;
 pub mod gemm;
 pub mod kernels;

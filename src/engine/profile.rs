@@ -9,6 +9,18 @@ use crate::exec::Want;
 use tokenizers::Encoding;
 
 impl Engine {
+    /// Bytes of packed linear weights a CPU forward reads (the encoder's, each once).
+    pub fn cpu_weight_bytes(&self) -> usize {
+        let cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+        cpu.encoder_weight_bytes()
+    }
+
+    /// This machine's single-thread read bandwidth in GB/s, summing a buffer of `bytes`
+    /// (well over the last-level cache) at best of five.
+    pub fn read_bandwidth_gb_per_s(bytes: usize) -> f64 {
+        crate::cpu::bandwidth::stream_read_gb_per_s(bytes, 5, now_ms)
+    }
+
     /// The GPU's tiling of each GEMM of a forward over `windows` (empty on the CPU).
     pub fn gpu_gemm_plans(&self, windows: &[Encoding]) -> Vec<String> {
         let batch = self.pad(windows, &[]);

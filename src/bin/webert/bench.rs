@@ -30,6 +30,10 @@ pub struct BenchArgs {
     /// Run the task head too; with a GPU, also time the head alone on the CPU
     #[arg(long)]
     head: bool,
+    /// On the CPU, also measure this machine's single-thread read bandwidth (summing 512 MiB)
+    /// and how near it the forward streams its weights
+    #[arg(long)]
+    bandwidth: bool,
     /// With --shape: quantize the random encoder weights (q4: 4-bit blocks of 32; q8: int8
     /// per channel), as the transformers.js exports are
     #[arg(long)]
@@ -158,6 +162,11 @@ pub async fn run(a: BenchArgs) -> Result<()> {
         label = format!("{label} {q}");
     }
     let weights = engine.gpu_weight_bytes();
+    // At a few tokens a CPU forward is mostly one pass over its weights: how near memory speed.
+    let on_cpu = engine.backend().starts_with("cpu");
+    let cpu_bytes = engine.cpu_weight_bytes() as f64;
+    let read_gb_s = (on_cpu && a.bandwidth).then(|| Engine::read_bandwidth_gb_per_s(512 << 20));
+    let weight_gb_s = on_cpu.then(|| cpu_bytes / (median * 1e6));
     println!(
         "{}",
         serde_json::json!({
@@ -184,6 +193,10 @@ pub async fn run(a: BenchArgs) -> Result<()> {
             "ms_per_sequence": median / a.batch as f64,
             "encoder_tflop_per_s": flops / (median * 1e9),
             "encoder_weight_gb_per_s": weight_bytes / (median * 1e6),
+            "cpu_weight_bytes": on_cpu.then_some(cpu_bytes),
+            "cpu_weight_gb_per_s": weight_gb_s,
+            "read_gb_per_s": read_gb_s,
+            "of_read_bandwidth": weight_gb_s.zip(read_gb_s).map(|(w, r)| w / r),
             "sequences_per_s": a.batch as f64 * 1e3 / median,
         })
     );

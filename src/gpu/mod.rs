@@ -3,6 +3,7 @@
 //! `queue.submit` per forward, one readback.
 
 mod bucket;
+mod buffers;
 mod context;
 mod packed;
 mod params;

@@ -37,7 +37,7 @@ impl GpuExecutor {
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
-            let staging = super::bucket::staging(d, n as usize * 8);
+            let staging = super::buffers::staging(d, n as usize * 8);
             let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("timed"),
             });

@@ -6,7 +6,8 @@
 //! forward goes on with the tiled kernels. Their pipeline is built here too, inside error
 //! scopes: a driver that refuses the shader only turns them off.
 
-use super::bucket::{filled, staging, storage, GemmShape};
+use super::bucket::GemmShape;
+use super::buffers::{filled, staging, storage};
 use super::pipelines::{build, GemmPlan, GemmWeights, Kernel};
 use super::readback::f32s;
 use super::GpuExecutor;

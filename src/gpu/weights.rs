@@ -113,7 +113,7 @@ pub fn upload(
             ));
         };
         let new_buffer = |label: &str, bytes: &[u8]| {
-            super::bucket::filled(
+            super::buffers::filled(
                 &ctx.device,
                 &ctx.queue,
                 label,

@@ -10,6 +10,7 @@ mod params;
 mod pipelines;
 mod readback;
 mod saved;
+mod tiling_cache;
 mod timing;
 mod tune;
 mod verify;
@@ -26,14 +27,15 @@ use std::sync::Arc;
 pub use weights::WeightBytes;
 
 #[cfg(any(test, feature = "test-hooks"))]
-pub use saved::forget_for_test as forget_tilings_for_test;
+pub use tiling_cache::forget_for_test as forget_tilings_for_test;
+
 /// Timed GEMM tilings kept between processes: [`export_tilings`] gives every tiling this
 /// process timed as JSON to store; [`import_tilings`] reads such a text back before loading,
 /// and shapes it covers are then not timed again (where the adapter, kernel choice and
 /// shaders are still the same). [`tilings_timed`] counts the tilings timed so far: when it
 /// changes, there is something new to store.
-pub use saved::{export as export_tilings, import as import_tilings};
-pub use tune::timed_count as tilings_timed;
+pub use saved::import as import_tilings;
+pub use tiling_cache::{export as export_tilings, timed_count as tilings_timed};
 
 /// Runs `work` inside validation, internal and out-of-memory error scopes of `device`: its
 /// result, and what the device refused, if anything, in one line (wgpu's description runs over

@@ -3,6 +3,7 @@
 
 use super::bucket::{GemmShape, Step};
 use super::pipelines::GemmPlan;
+use super::tiling_cache;
 use super::tune::{self, GemmKey};
 use super::GpuExecutor;
 use crate::error::Result;
@@ -130,7 +131,7 @@ impl GpuExecutor {
                 same.push(g);
                 continue;
             }
-            match tune::cached(&adapter, &choice, key) {
+            match tiling_cache::cached(&adapter, &choice, key) {
                 Some(t) => _ = self.tuned.insert(key, t),
                 None => todo.push(vec![g]),
             }
@@ -154,7 +155,7 @@ impl GpuExecutor {
             let timed: Vec<(GemmPlan, f64)> = timed.iter().map(|t| (t.0, t.1)).collect();
             if let Some(t) = tune::pick(&timed) {
                 self.tuned.insert(key, t);
-                tune::remember(&adapter, &choice, key, t);
+                tiling_cache::remember(&adapter, &choice, key, t);
             }
         }
         Ok(())

@@ -4,14 +4,16 @@
 
 use super::buffers::{filled, staging, storage};
 use super::context::KernelChoice;
+use super::gemm_plan::GemmPlan;
+use super::kernels::Kernel;
 use super::packed::Packed;
 use super::params::{
     act_code, AttentionParams, EmbeddingsParams, GateParams, GatherParams, GemmParams,
     GemmReduceParams, LayerNormParams, Q8Params, RotaryParams, RowsParams,
 };
-use super::pipelines::{GemmPlan, GemmWeights, Kernel, Pipelines};
+use super::pipelines::Pipelines;
 use super::tune::{self, GemmKey, Tuned};
-use super::weights::{Chunk, GpuWeight};
+use super::weights::{Chunk, GemmWeights, GpuWeight};
 use crate::error::Result;
 use crate::exec::{Batch, Dims, Want};
 use crate::model::{

@@ -5,11 +5,14 @@
 mod bucket;
 mod buffers;
 mod context;
+mod gemm_plan;
+mod kernels;
 mod packed;
 mod params;
 mod pipelines;
 mod readback;
 mod saved;
+mod shader_code;
 mod tiling_cache;
 mod timing;
 mod tune;

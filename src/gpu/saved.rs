@@ -7,8 +7,9 @@
 //! again.
 
 use super::context::KernelChoice;
-use super::pipelines::{GemmWeights, Kernel};
+use super::kernels::Kernel;
 use super::tune::{self, CacheKey, GemmKey, Tuned};
+use super::weights::GemmWeights;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::{LazyLock, Mutex};
@@ -183,7 +184,8 @@ pub fn restore(adapter: &str, choice: &KernelChoice, key: GemmKey) -> Option<Tun
 
 #[cfg(test)]
 mod tests {
-    use super::super::pipelines::{GemmPlan, Tile};
+    use super::super::gemm_plan::GemmPlan;
+    use super::super::kernels::Tile;
     use super::super::tiling_cache::{self, export};
     use super::*;
 

@@ -2,7 +2,7 @@
 //! the GEMM tilings of `tune.rs` timed on first use of each shape.
 
 use super::bucket::{GemmShape, Step};
-use super::pipelines::GemmPlan;
+use super::gemm_plan::GemmPlan;
 use super::tiling_cache;
 use super::tune::{self, GemmKey};
 use super::GpuExecutor;

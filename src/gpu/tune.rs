@@ -7,7 +7,9 @@
 //! move it.
 
 use super::context::KernelChoice;
-use super::pipelines::{GemmPlan, GemmWeights, Kernel, MIN_SPLIT_K};
+use super::gemm_plan::{GemmPlan, MIN_SPLIT_K};
+use super::kernels::Kernel;
+use super::weights::GemmWeights;
 
 /// A GEMM shape as tuned: rows rounded up to a power of two (at least 16, a multiple of every
 /// tile's height), so texts of nearby lengths share one timing: a forward of 100 rows takes
@@ -116,7 +118,7 @@ pub type CacheKey = (String, KernelChoice, GemmKey);
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::super::pipelines::Tile;
+    use super::super::kernels::Tile;
     use super::*;
 
     /// A hardware adapter's choice with f16 compute, tilings timed.

@@ -8,8 +8,11 @@
 
 use super::bucket::GemmShape;
 use super::buffers::{filled, staging, storage};
-use super::pipelines::{build, GemmPlan, GemmWeights, Kernel};
+use super::gemm_plan::GemmPlan;
+use super::kernels::Kernel;
+use super::pipelines::build;
 use super::readback::f32s;
+use super::weights::GemmWeights;
 use super::GpuExecutor;
 use crate::error::Result;
 use crate::exec::Dims;

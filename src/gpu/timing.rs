@@ -1,8 +1,9 @@
 //! Timing on the device: passes between timestamp queries (`bench`'s per-kernel profile), and
 //! the GEMM tilings of `tune.rs` timed on first use of each shape.
 
-use super::bucket::{GemmShape, Step};
 use super::gemm_plan::GemmPlan;
+use super::gemm_steps::GemmShape;
+use super::recorder::Step;
 use super::tiling_cache;
 use super::tune::{self, GemmKey};
 use super::GpuExecutor;

@@ -6,9 +6,9 @@
 //! forward goes on with the tiled kernels. Their pipeline is built here too, inside error
 //! scopes: a driver that refuses the shader only turns them off.
 
-use super::bucket::GemmShape;
 use super::buffers::{filled, staging, storage};
 use super::gemm_plan::GemmPlan;
+use super::gemm_steps::GemmShape;
 use super::kernels::Kernel;
 use super::pipelines::build;
 use super::readback::f32s;

@@ -3,21 +3,34 @@
 //! `queue.submit` per forward, one readback.
 
 mod bucket;
+mod bucket_inputs;
+mod buffers;
+mod builder;
 mod context;
+mod gemm_plan;
+mod gemm_steps;
+mod gemm_trials;
+mod kernels;
+mod op_steps;
 mod packed;
 mod params;
 mod pipelines;
 mod readback;
+mod recorder;
 mod saved;
+mod shader_code;
+mod tiling_cache;
 mod timing;
 mod tune;
 mod verify;
 mod weights;
+mod workgroups;
 
 use crate::error::{Error, GpuErrorKind, Result};
 use crate::exec::{Batch, Dims, Output, Want};
 use crate::model::{Plan, Tensor};
-use bucket::{Bucket, Builder};
+use bucket::Bucket;
+use builder::Builder;
 pub use context::{GpuContext, GpuOptions, KernelOptions, TileChoice};
 use pipelines::Pipelines;
 use std::collections::HashMap;
@@ -25,14 +38,15 @@ use std::sync::Arc;
 pub use weights::WeightBytes;
 
 #[cfg(any(test, feature = "test-hooks"))]
-pub use saved::forget_for_test as forget_tilings_for_test;
+pub use tiling_cache::forget_for_test as forget_tilings_for_test;
+
 /// Timed GEMM tilings kept between processes: [`export_tilings`] gives every tiling this
 /// process timed as JSON to store; [`import_tilings`] reads such a text back before loading,
 /// and shapes it covers are then not timed again (where the adapter, kernel choice and
 /// shaders are still the same). [`tilings_timed`] counts the tilings timed so far: when it
 /// changes, there is something new to store.
-pub use saved::{export as export_tilings, import as import_tilings};
-pub use tune::timed_count as tilings_timed;
+pub use saved::import as import_tilings;
+pub use tiling_cache::{export as export_tilings, timed_count as tilings_timed};
 
 /// Runs `work` inside validation, internal and out-of-memory error scopes of `device`: its
 /// result, and what the device refused, if anything, in one line (wgpu's description runs over
@@ -208,9 +222,10 @@ impl GpuExecutor {
     /// `128x2304x768: gemm_f16 16x64 split-k 4 (x6)`, and for a timed tiling its time and the
     /// rule's (`…, timed 0.0210 ms, rule 0.0300 ms`).
     pub fn gemm_plans(&self, dims: Dims) -> Vec<String> {
-        let mut seen: Vec<(bucket::GemmShape, usize)> = Vec::new();
+        let mut seen: Vec<(gemm_steps::GemmShape, usize)> = Vec::new();
         for g in self.builder().gemms(dims) {
-            let same = |s: &bucket::GemmShape| (s.m, s.n, s.k, s.plan) == (g.m, g.n, g.k, g.plan);
+            let same =
+                |s: &gemm_steps::GemmShape| (s.m, s.n, s.k, s.plan) == (g.m, g.n, g.k, g.plan);
             match seen.iter_mut().find(|(s, _)| same(s)) {
                 Some((_, n)) => *n += 1,
                 None => seen.push((g, 1)),
@@ -284,7 +299,7 @@ impl GpuExecutor {
             return Ok(None); // the batch ran in parts: no bucket holds it whole
         };
         let steps = bucket.steps(want);
-        let passes: Vec<Vec<&bucket::Step>> = steps.iter().map(|s| vec![*s]).collect();
+        let passes: Vec<Vec<&recorder::Step>> = steps.iter().map(|s| vec![*s]).collect();
         let times = self.time_passes(&passes).await?;
         let mut totals: Vec<(&'static str, f64)> = Vec::new();
         for (i, (s, &ms)) in steps.iter().zip(&times).enumerate() {
@@ -391,7 +406,7 @@ impl GpuExecutor {
     }
 
     /// Records `steps` into `enc` in one compute pass.
-    fn encode(&self, enc: &mut wgpu::CommandEncoder, steps: &[&bucket::Step]) -> Result<()> {
+    fn encode(&self, enc: &mut wgpu::CommandEncoder, steps: &[&recorder::Step]) -> Result<()> {
         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("forward"),
             timestamp_writes: None,
@@ -399,7 +414,7 @@ impl GpuExecutor {
         steps.iter().try_for_each(|s| self.dispatch(&mut pass, s))
     }
 
-    fn dispatch(&self, pass: &mut wgpu::ComputePass, s: &bucket::Step) -> Result<()> {
+    fn dispatch(&self, pass: &mut wgpu::ComputePass, s: &recorder::Step) -> Result<()> {
         pass.set_pipeline(self.pipelines.get(s.kernel)?);
         pass.set_bind_group(0, &s.bind_group, &[]);
         pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);

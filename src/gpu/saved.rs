@@ -1,13 +1,15 @@
-//! Timed GEMM tilings kept between processes: `export` writes what this process timed (and
-//! what it read and did not use) as JSON; `import` reads such a text back, so that a page's
-//! next load, or a second model's worker, restores each shape's tiling instead of timing it
-//! again. A saved tiling is used only where it is still one of the candidates the device would
-//! time now: the same adapter, kernel choice, shape and rule, and a fingerprint of every
-//! candidate's shader source, so a new release or other options time again.
+//! Timed GEMM tilings kept between processes: `export` writes the tilings this process knows
+//! (`tiling_cache.rs`; and the rows it read and did not use) as JSON; `import` reads such a
+//! text back, so that a page's next load, or a second model's worker, restores each shape's
+//! tiling instead of timing it again. A saved tiling is used only where it is still one of the
+//! candidates the device would time now: the same adapter, kernel choice, shape and rule, and
+//! a fingerprint of every candidate's shader source, so a new release or other options time
+//! again.
 
 use super::context::KernelChoice;
-use super::pipelines::{GemmWeights, Kernel};
-use super::tune::{self, GemmKey, Tuned};
+use super::kernels::Kernel;
+use super::tune::{self, CacheKey, GemmKey, Tuned};
+use super::weights::GemmWeights;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::{LazyLock, Mutex};
@@ -112,10 +114,10 @@ pub fn import(json: &str) -> Result<usize> {
     Ok(n)
 }
 
-/// Every tiling this process timed or restored, and the rows it read and did not use, as
-/// JSON for `import`.
-pub fn export() -> String {
-    let mut rows: Vec<Row> = (tune::all().iter())
+/// The tilings of `known` (this process's, timed or restored), and the rows read and not
+/// used, as JSON for `import`.
+pub fn export(known: &[(CacheKey, Tuned)]) -> String {
+    let mut rows: Vec<Row> = (known.iter())
         .map(|((adapter, choice, key), t)| Row::of(adapter, choice, *key, t))
         .collect();
     let known = rows.len();
@@ -132,20 +134,18 @@ pub fn export() -> String {
     serde_json::to_string(&text).expect("rows serialize")
 }
 
-/// Forgets the tilings of this process that `json`'s rows have, as a new process would not
-/// know them (tests of restoring).
+/// The keys of `known` whose shapes `json`'s rows have (tests of restoring).
 #[cfg(any(test, feature = "test-hooks"))]
-pub fn forget_for_test(json: &str) -> Result<()> {
+pub fn keys_in(json: &str, known: Vec<(CacheKey, Tuned)>) -> Result<Vec<CacheKey>> {
     let text: Saved = serde_json::from_str(json).map_err(|e| Error::Input(e.to_string()))?;
-    let keys: Vec<tune::CacheKey> = (tune::all().into_iter())
+    let keys = (known.into_iter())
         .filter(|((adapter, choice, key), t)| {
             let row = Row::of(adapter, choice, *key, t);
             text.rows.iter().any(|r| r.same_shape(&row))
         })
         .map(|(k, _)| k)
         .collect();
-    tune::forget(&keys);
-    Ok(())
+    Ok(keys)
 }
 
 /// The saved tiling of `key`, when one was read and is still valid here; an invalid one is
@@ -184,7 +184,9 @@ pub fn restore(adapter: &str, choice: &KernelChoice, key: GemmKey) -> Option<Tun
 
 #[cfg(test)]
 mod tests {
-    use super::super::pipelines::{GemmPlan, Tile};
+    use super::super::gemm_plan::GemmPlan;
+    use super::super::kernels::Tile;
+    use super::super::tiling_cache::{self, export};
     use super::*;
 
     fn choice() -> KernelChoice {
@@ -209,7 +211,7 @@ mod tests {
             rule_ms: 0.75,
             saved: false,
         };
-        tune::remember(adapter, &c, key, t);
+        tiling_cache::remember(adapter, &c, key, t);
         t
     }
 
@@ -238,10 +240,10 @@ mod tests {
         let t = timed(a, key, split(4));
         let json = export();
         assert_eq!(rows_of(&json, a).len(), 1, "{json}");
-        tune::forget(&[(a.to_string(), c, key)]);
+        tiling_cache::forget(&[(a.to_string(), c, key)]);
         assert!(restore(a, &c, key).is_none(), "nothing read yet");
         assert_eq!(import(&text(rows_of(&json, a))).unwrap(), 1);
-        let back = tune::cached(a, &c, key).unwrap();
+        let back = tiling_cache::cached(a, &c, key).unwrap();
         assert_eq!(back, Tuned { saved: true, ..t });
         assert!(back.describe().contains("(saved)"));
         // Another adapter, other kernels or another shape restore nothing.
@@ -265,7 +267,7 @@ mod tests {
         let key = GemmKey::new(128, 384, 1536, GemmWeights::F32);
         timed(a, key, split(2));
         let json = export();
-        tune::forget(&[(a.to_string(), c, key)]);
+        tiling_cache::forget(&[(a.to_string(), c, key)]);
         type Edit = (&'static str, fn(&mut Row));
         let edits: [Edit; 4] = [
             ("a tiling not offered", |r| {
@@ -279,7 +281,7 @@ mod tests {
             let mut rows = rows_of(&json, a);
             edit(&mut rows[0]);
             import(&text(rows)).unwrap();
-            assert!(tune::cached(a, &c, key).is_none(), "{what}");
+            assert!(tiling_cache::cached(a, &c, key).is_none(), "{what}");
         }
         // Dropped: the export no longer lists the rows found invalid.
         let left = rows_of(&export(), a);

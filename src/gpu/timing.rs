@@ -1,8 +1,10 @@
 //! Timing on the device: passes between timestamp queries (`bench`'s per-kernel profile), and
 //! the GEMM tilings of `tune.rs` timed on first use of each shape.
 
-use super::bucket::{GemmShape, Step};
-use super::pipelines::GemmPlan;
+use super::gemm_plan::GemmPlan;
+use super::gemm_steps::GemmShape;
+use super::recorder::Step;
+use super::tiling_cache;
 use super::tune::{self, GemmKey};
 use super::GpuExecutor;
 use crate::error::Result;
@@ -37,7 +39,7 @@ impl GpuExecutor {
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
-            let staging = super::bucket::staging(d, n as usize * 8);
+            let staging = super::buffers::staging(d, n as usize * 8);
             let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("timed"),
             });
@@ -130,7 +132,7 @@ impl GpuExecutor {
                 same.push(g);
                 continue;
             }
-            match tune::cached(&adapter, &choice, key) {
+            match tiling_cache::cached(&adapter, &choice, key) {
                 Some(t) => _ = self.tuned.insert(key, t),
                 None => todo.push(vec![g]),
             }
@@ -154,7 +156,7 @@ impl GpuExecutor {
             let timed: Vec<(GemmPlan, f64)> = timed.iter().map(|t| (t.0, t.1)).collect();
             if let Some(t) = tune::pick(&timed) {
                 self.tuned.insert(key, t);
-                tune::remember(&adapter, &choice, key, t);
+                tiling_cache::remember(&adapter, &choice, key, t);
             }
         }
         Ok(())

@@ -2,15 +2,14 @@
 //! tiling of it (64- or 16-row tiles, the reduction whole or split in up to 16 parts,
 //! cooperative matrices where they are on) runs on the device, every dispatch timed by
 //! timestamp queries, and the fastest is kept for that shape, per adapter and kernel choice,
-//! for the life of the process. The rule's tiling (`GemmPlan::choose`) is always a candidate
-//! and stays unless another beats it by `MARGIN`, so timing noise does not move it.
+//! for the life of the process (`tiling_cache.rs`). The rule's tiling (`GemmPlan::choose`) is
+//! always a candidate and stays unless another beats it by `MARGIN`, so timing noise does not
+//! move it.
 
 use super::context::KernelChoice;
-use super::pipelines::{GemmPlan, GemmWeights, Kernel, MIN_SPLIT_K};
-use super::saved;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex};
+use super::gemm_plan::{GemmPlan, MIN_SPLIT_K};
+use super::kernels::Kernel;
+use super::weights::GemmWeights;
 
 /// A GEMM shape as tuned: rows rounded up to a power of two (at least 16, a multiple of every
 /// tile's height), so texts of nearby lengths share one timing: a forward of 100 rows takes
@@ -113,56 +112,13 @@ pub fn pick(timed: &[(GemmPlan, f64)]) -> Option<Tuned> {
     })
 }
 
+/// Where a tiling was timed and for what: adapter identity, kernel choice and shape, the key
+/// tilings are kept under in the process (`tiling_cache.rs`) and saved (`saved.rs`).
 pub type CacheKey = (String, KernelChoice, GemmKey);
-
-/// Tilings timed so far in this process (or restored from saved ones), by adapter identity,
-/// kernel choice and shape.
-static CACHE: LazyLock<Mutex<HashMap<CacheKey, Tuned>>> = LazyLock::new(Default::default);
-/// How many tilings this process has timed: what to save changes when this does.
-static TIMED: AtomicU64 = AtomicU64::new(0);
-
-/// The tiling of `key` timed in this process, or else a valid saved one (then kept here).
-pub fn cached(adapter: &str, choice: &KernelChoice, key: GemmKey) -> Option<Tuned> {
-    let id = (adapter.to_string(), *choice, key);
-    if let Some(t) = lock().get(&id) {
-        return Some(*t);
-    }
-    let restored = saved::restore(adapter, choice, key)?;
-    lock().insert(id, restored);
-    Some(restored)
-}
-
-pub fn remember(adapter: &str, choice: &KernelChoice, key: GemmKey, tuned: Tuned) {
-    lock().insert((adapter.to_string(), *choice, key), tuned);
-    TIMED.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Every tiling this process knows, timed or restored.
-pub fn all() -> Vec<(CacheKey, Tuned)> {
-    lock().iter().map(|(k, t)| (k.clone(), *t)).collect()
-}
-
-/// The number of tilings timed in this process so far.
-pub fn timed_count() -> u64 {
-    TIMED.load(Ordering::Relaxed)
-}
-
-/// Forgets the tilings of `keys` in this process, as a new process would not know them.
-#[cfg(any(test, feature = "test-hooks"))]
-pub fn forget(keys: &[CacheKey]) {
-    let mut cache = lock();
-    for k in keys {
-        cache.remove(k);
-    }
-}
-
-fn lock() -> std::sync::MutexGuard<'static, HashMap<CacheKey, Tuned>> {
-    CACHE.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::super::pipelines::Tile;
+    use super::super::kernels::Tile;
     use super::*;
 
     /// A hardware adapter's choice with f16 compute, tilings timed.

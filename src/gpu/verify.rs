@@ -6,9 +6,13 @@
 //! forward goes on with the tiled kernels. Their pipeline is built here too, inside error
 //! scopes: a driver that refuses the shader only turns them off.
 
-use super::bucket::{filled, staging, storage, GemmShape};
-use super::pipelines::{build, GemmPlan, GemmWeights, Kernel};
+use super::buffers::{filled, staging, storage};
+use super::gemm_plan::GemmPlan;
+use super::gemm_steps::GemmShape;
+use super::kernels::Kernel;
+use super::pipelines::build;
 use super::readback::f32s;
+use super::weights::GemmWeights;
 use super::GpuExecutor;
 use crate::error::Result;
 use crate::exec::Dims;

@@ -50,6 +50,34 @@ impl GpuWeight {
     }
 }
 
+/// What a GEMM's weights are on the GPU: f32, f16, or packed low-bit codes (`packed.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GemmWeights {
+    F32,
+    F16,
+    Q4,
+    Q8,
+    Q8Int,
+}
+
+impl GemmWeights {
+    pub fn of(w: &GpuWeight) -> GemmWeights {
+        match w.packed {
+            Packed::Q4 => GemmWeights::Q4,
+            Packed::Q8 => GemmWeights::Q8,
+            Packed::Q8Int => GemmWeights::Q8Int,
+            Packed::None if w.f16 => GemmWeights::F16,
+            Packed::None => GemmWeights::F32,
+        }
+    }
+
+    /// Whether its reduction can be split: the integer q8 GEMM needs whole sums for its
+    /// zero-point corrections.
+    pub fn splits(self) -> bool {
+        self != GemmWeights::Q8Int
+    }
+}
+
 /// Per weight: whether it may be split (every user takes row ranges) and whether it may be
 /// f16 (its only users are vec4 GEMMs).
 fn roles(plan: &Plan, weights: &[Tensor]) -> (Vec<bool>, Vec<bool>) {
@@ -113,7 +141,7 @@ pub fn upload(
             ));
         };
         let new_buffer = |label: &str, bytes: &[u8]| {
-            super::bucket::filled(
+            super::buffers::filled(
                 &ctx.device,
                 &ctx.queue,
                 label,

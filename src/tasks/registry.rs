@@ -1,5 +1,6 @@
-//! Which task runs on which model: the one table the web calls, the CLI and the JS package
-//! read (the package through the loaded model's `info`).
+//! Which task runs on which model: the one table of tasks. `web/calls.rs` dispatches through
+//! it, `info` lists a model's tasks from it, and the package's `tasks.js` is written from it
+//! (`tests/task_table.rs`).
 
 use crate::model::{Architecture, HeadKind};
 

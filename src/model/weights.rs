@@ -157,7 +157,7 @@ impl ChannelQuant {
     ) -> Self {
         let n = scales.len();
         debug_assert_eq!(codes.len(), k * n);
-        let codes = (0..n * k).map(|i| codes[(i % k) * n + i / k]).collect();
+        let codes = transpose(codes, k, n);
         ChannelQuant {
             signed,
             codes,
@@ -188,6 +188,25 @@ impl ChannelQuant {
         }
         Some(out)
     }
+}
+
+/// A row-major `[rows, cols]` array as `[cols, rows]`, in square tiles so that both the reads
+/// and the writes stay in cache (a model's weights are transposed at load).
+pub fn transpose<T: Copy + Default>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
+    const TILE: usize = 32;
+    assert_eq!(data.len(), rows * cols, "transpose of {rows} x {cols}");
+    let mut out = vec![T::default(); data.len()];
+    for r0 in (0..rows).step_by(TILE) {
+        for c0 in (0..cols).step_by(TILE) {
+            for r in r0..(r0 + TILE).min(rows) {
+                let row = &data[r * cols..(r + 1) * cols];
+                for c in c0..(c0 + TILE).min(cols) {
+                    out[c * rows + r] = row[c];
+                }
+            }
+        }
+    }
+    out
 }
 
 #[derive(Debug, Default)]
@@ -391,6 +410,19 @@ impl Weights {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transpose_moves_every_element() {
+        for (rows, cols) in [(37, 70), (1, 5), (64, 32), (0, 3), (33, 1)] {
+            let data: Vec<u32> = (0..rows * cols).map(|i| i as u32).collect();
+            let t = transpose(&data, rows, cols);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(t[c * rows + r], data[r * cols + c], "{rows} x {cols}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn safetensors_roundtrip_and_lookup() {

@@ -195,6 +195,9 @@ pub(super) fn unpack_bits(bytes: &[u8], bits: usize) -> Result<Vec<i32>, Reason>
 }
 
 pub(super) fn transpose2(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    if data.len() == rows * cols {
+        return crate::model::weights::transpose(data, rows, cols);
+    }
     let mut out = vec![0.0; data.len()];
     for (r, row) in data.chunks_exact(cols.max(1)).enumerate().take(rows) {
         for (c, &v) in row.iter().enumerate() {
@@ -260,6 +263,15 @@ pub(super) fn dequantize_linear(
     };
     if numel(shape)? != x.len() {
         return Err(len_mismatch("quantized data", x.len(), numel(shape)?));
+    }
+    if bs == 1 && inner == 1 && scale_shape.len() == 1 {
+        // Per column of the last axis (a MatMul's B): rows of `d`, no index arithmetic.
+        let zp: Vec<f32> = (0..d).map(zp_at).collect();
+        let mut out = Vec::with_capacity(x.len());
+        for row in x.chunks_exact(d.max(1)) {
+            out.extend((row.iter().zip(scale).zip(&zp)).map(|((&q, s), z)| (q as f32 - z) * s));
+        }
+        return Ok(out);
     }
     x.iter()
         .enumerate()

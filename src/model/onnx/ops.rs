@@ -467,9 +467,25 @@ impl<'a> Importer<'a> {
 /// ONNX's `[in, out]` to PyTorch's `[out, in]`.
 fn transposed(mut w: Value) -> Value {
     if let &[rows, cols] = w.shape.as_slice() {
-        w.data = tensor::transpose2(&w.data, rows, cols);
+        w.data = transpose2(&w.data, rows, cols);
         w.shape = vec![cols, rows];
         w.quant = None; // blocks run along the other axis now
     }
     w
+}
+
+/// A `[rows, cols]` f32 array as `[cols, rows]`.
+pub(super) fn transpose2(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    if data.len() == rows * cols {
+        return crate::model::weights::transpose(data, rows, cols);
+    }
+    let mut out = vec![0.0; data.len()];
+    for (r, row) in data.chunks_exact(cols.max(1)).enumerate().take(rows) {
+        for (c, &v) in row.iter().enumerate() {
+            if let Some(o) = out.get_mut(c * rows + r) {
+                *o = v;
+            }
+        }
+    }
+    out
 }

@@ -194,21 +194,6 @@ pub(super) fn unpack_bits(bytes: &[u8], bits: usize) -> Result<Vec<i32>, Reason>
         .collect())
 }
 
-pub(super) fn transpose2(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    if data.len() == rows * cols {
-        return crate::model::weights::transpose(data, rows, cols);
-    }
-    let mut out = vec![0.0; data.len()];
-    for (r, row) in data.chunks_exact(cols.max(1)).enumerate().take(rows) {
-        for (c, &v) in row.iter().enumerate() {
-            if let Some(o) = out.get_mut(c * rows + r) {
-                *o = v;
-            }
-        }
-    }
-    out
-}
-
 /// ONNX `DequantizeLinear`: `y = (x - zp) * scale`, with the scale per tensor (one element),
 /// per `axis` (1-D, one per index of that axis) or blocked (same rank as `x`, `block_size`
 /// consecutive elements along `axis` share one).

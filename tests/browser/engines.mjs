@@ -197,10 +197,17 @@ Promise.resolve().then(() => (${fn})(arguments[0])).then(
         return r?.value;
       },
       setViewport: async (width, height) => {
-        await request('POST', s('/window/rect'), { width, height });
-        // The popup's viewport is its window; check, as the layout tests depend on it.
-        const got = await request('POST', s('/execute/sync'), { script: 'return [innerWidth, innerHeight]', args: [] });
-        if (got[0] !== width) throw new Error(`WebKit: asked for a ${width} px wide viewport, got ${got[0]}`);
+        // The popup's viewport is its window; check, as the layout tests depend on it. Under Xvfb
+        // the resize lands asynchronously (a configure event), at times after the request returns:
+        // wait for it, asking again now and then.
+        let got;
+        for (let i = 0; i < 50; i++) {
+          if (i % 10 === 0) await request('POST', s('/window/rect'), { width, height });
+          got = await request('POST', s('/execute/sync'), { script: 'return [innerWidth, innerHeight]', args: [] });
+          if (got[0] === width) return;
+          await new Promise((ok) => setTimeout(ok, 100));
+        }
+        throw new Error(`WebKit: asked for a ${width} px wide viewport, got ${got[0]} after 5 s`);
       },
       screenshot: async (name) => {
         // WebKit's screenshots stop at the viewport: the window grows to the page's height for

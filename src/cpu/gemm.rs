@@ -12,6 +12,9 @@ fn kc_for(nr: usize) -> usize {
     (4096 / nr).clamp(128, 512)
 }
 
+/// Packed A up to this size is taken to stay in L2 for a whole call (see `gemm_shared`).
+const A_IN_L2_BYTES: usize = 128 << 10;
+
 /// B packed as panels of `nr` columns: `data[p][kk][j] = B(kk, p*nr + j)`, zero padded.
 #[derive(Debug, Default, Clone)]
 pub struct PackedB {
@@ -156,45 +159,63 @@ pub unsafe fn gemm_shared(
     let (strips, panels, kc) = (m.div_ceil(mr), n.div_ceil(nr), kc_for(nr));
     pack_a(a_pack, a, lda, m, mr, k, kc);
     let a_pack = &a_pack[..];
-    // Pieces are runs of whole panels; inside one, the loops keep the serial order: a
-    // `kc × nr` block of B stays in L1 while every strip of A's block passes over it.
+    // Few rows (a page's short calls): all of packed A stays in L2, so each panel of B is read
+    // once, whole and in memory order, every strip passing over each of its blocks while the
+    // block is in L1. More rows: a block of A stays cached while the panels pass over it.
+    let panel_outer = strips * mr * k * 4 <= A_IN_L2_BYTES;
     let pieces = pool::pieces(panels);
     pool::run(pieces, &|piece, _| {
         let span = piece * panels / pieces..(piece + 1) * panels / pieces;
-        let mut k0 = 0;
-        while k0 < k {
-            let kcb = kc.min(k - k0);
+        let span_end = span.end * k * nr;
+        // Runs every strip over block `k0..k0 + kcb` of panel `p`, spreading over the strips
+        // the touches of `next`, the block that follows.
+        let strips_over = |p: usize, k0: usize, kcb: usize, next: &[f32]| {
+            let cols = nr.min(n - p * nr);
             let a_block = &a_pack[strips * mr * k0..strips * mr * (k0 + kcb)];
+            let b_block = &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kcb) * nr];
             let per_strip = lines_per_strip(kcb * nr, strips);
-            let block = |p: usize| &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kcb) * nr];
-            for p in span.clone() {
-                let cols = nr.min(n - p * nr);
-                let b_panel = block(p);
-                let next = if p + 1 < span.end { block(p + 1) } else { &[] };
-                for s in 0..strips {
-                    touch_lines(next, s * per_strip, per_strip);
-                    let rows = mr.min(m - s * mr);
-                    let a_strip = &a_block[s * kcb * mr..(s + 1) * kcb * mr];
-                    let tile = tile_for(kern.tile, kern.tails, rows, mr);
-                    // SAFETY: the strip holds kcb*mr floats and the panel kcb*nr (asserted by
-                    // the slicing above); the kernel writes only rows < `rows` and cols <
-                    // `cols` of this panel's columns of C, inside C by the length assert and
-                    // written by no other piece.
-                    unsafe {
-                        tile(
-                            kcb,
-                            a_strip.as_ptr(),
-                            b_panel.as_ptr(),
-                            c_out.get().add(s * mr * ldc + p * nr),
-                            ldc,
-                            rows,
-                            cols,
-                            accumulate || k0 > 0,
-                        );
-                    }
+            for s in 0..strips {
+                touch_lines(next, s * per_strip, per_strip);
+                let rows = mr.min(m - s * mr);
+                let a_strip = &a_block[s * kcb * mr..(s + 1) * kcb * mr];
+                let tile = tile_for(kern.tile, kern.tails, rows, mr);
+                // SAFETY: the strip holds kcb*mr floats and the block kcb*nr (asserted by the
+                // slicing above); the kernel writes only rows < `rows` and cols < `cols` of
+                // this panel's columns of C, inside C by the length assert and written by no
+                // other piece.
+                unsafe {
+                    tile(
+                        kcb,
+                        a_strip.as_ptr(),
+                        b_block.as_ptr(),
+                        c_out.get().add(s * mr * ldc + p * nr),
+                        ldc,
+                        rows,
+                        cols,
+                        accumulate || k0 > 0,
+                    );
                 }
             }
-            k0 += kcb;
+        };
+        if panel_outer {
+            for p in span.clone() {
+                for k0 in (0..k).step_by(kc) {
+                    let kcb = kc.min(k - k0);
+                    let end = p * k * nr + (k0 + kcb) * nr;
+                    strips_over(p, k0, kcb, &b.data[end..(end + kc * nr).min(span_end)]);
+                }
+            }
+            return;
+        }
+        for k0 in (0..k).step_by(kc) {
+            let kcb = kc.min(k - k0);
+            for p in span.clone() {
+                let next = match p + 1 < span.end {
+                    true => &b.data[(p + 1) * k * nr + k0 * nr..(p + 1) * k * nr + (k0 + kcb) * nr],
+                    false => &[],
+                };
+                strips_over(p, k0, kcb, next);
+            }
         }
     });
 }
@@ -204,18 +225,34 @@ fn lines_per_strip(len: usize, strips: usize) -> usize {
     len.div_ceil(16).div_ceil(strips.max(1))
 }
 
-/// Reads one float per 64-byte cache line, lines `first..first + count` of `next` (those that
-/// exist). Spread over the strips of one panel, this starts loading the next panel's weights
-/// while this one computes (WebAssembly has no prefetch instruction); the f32 forward gains
-/// from it, the int8 GEMM does not (docs/performance.md). No division per call: a tile is
-/// short.
+/// Starts loading lines `first..first + count` (64 bytes each) of `next` (those that exist).
+/// Spread over the strips of one block, this loads the next block's weights while this one
+/// computes; the f32 forward gains from it, the int8 GEMM does not (docs/performance.md). No
+/// division per call: a tile is short.
 #[inline]
 fn touch_lines(next: &[f32], first: usize, count: usize) {
     let end = (first + count).min(next.len().div_ceil(16));
     for l in first..end {
-        // SAFETY: 16 * l < next.len(); a volatile read is never optimized away.
-        unsafe { std::ptr::read_volatile(next.as_ptr().add(16 * l)) };
+        // SAFETY: 16 * l < next.len().
+        unsafe { prefetch(next.as_ptr().add(16 * l)) };
     }
+}
+
+/// A prefetch hint where the ISA has one: unlike a load, it does not hold up the
+/// instructions after it while the line comes from memory.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn prefetch(p: *const f32) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    _mm_prefetch::<_MM_HINT_T0>(p.cast());
+}
+
+/// WebAssembly has no prefetch instruction: a volatile read (never optimized away) loads the
+/// line instead.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+unsafe fn prefetch(p: *const f32) {
+    std::ptr::read_volatile(p);
 }
 
 /// `panel[kk][j] = src[kk * ld + c0 + j]` for a full panel of `NR` columns.

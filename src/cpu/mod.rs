@@ -6,6 +6,7 @@ pub mod dynamic_quant;
 pub mod gemm;
 pub mod kernels;
 pub mod math;
+pub mod peak;
 pub mod pool;
 pub mod qgemm;
 pub mod qpack;
@@ -128,6 +129,11 @@ impl CpuExecutor {
 
     pub fn kernel_name(&self) -> &'static str {
         self.kernel.name
+    }
+
+    /// The kernel the weights were packed for.
+    pub fn kernel(&self) -> &'static Kernel {
+        self.kernel
     }
 
     /// The integer tile that multiplies quantized weights, when any are packed for one (the

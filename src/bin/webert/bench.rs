@@ -31,7 +31,8 @@ pub struct BenchArgs {
     #[arg(long)]
     head: bool,
     /// On the CPU, also measure this machine's single-thread read bandwidth (summing 512 MiB)
-    /// and how near it the forward streams its weights
+    /// and its tile's multiply-add peak: how near them the forward runs (`of_read_bandwidth`,
+    /// and `of_floor`, the longer of streaming the weights and computing at peak)
     #[arg(long)]
     bandwidth: bool,
     /// With --shape: quantize the random encoder weights (q4: 4-bit blocks of 32; q8: int8
@@ -167,6 +168,14 @@ pub async fn run(a: BenchArgs) -> Result<()> {
     let cpu_bytes = engine.cpu_weight_bytes() as f64;
     let read_gb_s = (on_cpu && a.bandwidth).then(|| Engine::read_bandwidth_gb_per_s(512 << 20));
     let weight_gb_s = on_cpu.then(|| cpu_bytes / (median * 1e6));
+    // The forward's floor: its weights streamed at read bandwidth, or its multiply-adds at the
+    // tile's peak, whichever takes longer.
+    let peak_gmac_s = (on_cpu && a.bandwidth)
+        .then(|| engine.cpu_peak_gmac_per_s())
+        .flatten();
+    let floor_ms = read_gb_s
+        .zip(peak_gmac_s)
+        .map(|(r, p)| (cpu_bytes / (r * 1e6)).max(flops / 2.0 / (p * 1e6)));
     println!(
         "{}",
         serde_json::json!({
@@ -197,6 +206,9 @@ pub async fn run(a: BenchArgs) -> Result<()> {
             "cpu_weight_gb_per_s": weight_gb_s,
             "read_gb_per_s": read_gb_s,
             "of_read_bandwidth": weight_gb_s.zip(read_gb_s).map(|(w, r)| w / r),
+            "cpu_peak_gmac_per_s": peak_gmac_s,
+            "floor_ms": floor_ms,
+            "of_floor": floor_ms.map(|f| f / median),
             "sequences_per_s": a.batch as f64 * 1e3 / median,
         })
     );

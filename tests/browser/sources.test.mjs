@@ -87,6 +87,19 @@ async function load(source, options = {}) {
 /** Both kinds of source for a repo of the mock: its folder URL, and its id. */
 const SOURCES = [['folder URL', folder], ['model id', (id) => id]];
 
+test('a dtype asks the server for its files only: no probe, no 404, nothing twice', T, async () => {
+  for (const [kind, source] of SOURCES) {
+    for (const dtype of ['fp32', undefined]) {
+      const from = hub.log.length;
+      const ok = await load(source('t/ok'), { dtype, cache: false });
+      assert.equal(ok.error, undefined, ok.error);
+      const asked = hub.log.slice(from).filter((r) => !r.path.startsWith('/cdn/')).map((r) => `${r.method} ${r.path.split('/resolve/main/')[1]}`);
+      // The folder has these four (tests/tiny/distilbert-seqcls); safetensors is fp32's first choice.
+      assert.deepEqual(asked.sort(), ['GET config.json', 'GET model.safetensors', 'GET tokenizer.json', 'GET tokenizer_config.json'], `${kind}, dtype ${dtype}`);
+    }
+  }
+});
+
 test('a server that stalls mid-file, or never answers, ends in a clear error after the download timeout, then loads', T, async () => {
   for (const [kind, src] of SOURCES) {
     hub.fault('t/stall', 'model.safetensors', 'stall');

@@ -23,7 +23,8 @@ fn webert(args: &[&str]) -> (bool, String, String) {
 fn subcommands() -> Vec<String> {
     let (ok, help, _) = webert(&["--help"]);
     assert!(ok);
-    let listed = help.split("Commands:\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    let (_, listed) = help.split_once("Commands:\n").unwrap();
+    let listed = listed.split("\n\n").next().unwrap();
     let names: Vec<String> = listed
         .lines()
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))
@@ -49,7 +50,13 @@ fn help_texts_carry_no_rustdoc_links() {
 fn a_run_without_a_display_session_prints_no_xdg_warning() {
     // The default backend lists GPU adapters, which loads the Vulkan driver and, with it,
     // libwayland's "XDG_RUNTIME_DIR is invalid or not set".
-    let (ok, out, err) = webert(&["ner", "--model", "models/pii", "--text", "My name is John Smith."]);
+    let (ok, out, err) = webert(&[
+        "ner",
+        "--model",
+        "models/pii",
+        "--text",
+        "My name is John Smith.",
+    ]);
     assert!(ok, "{err}");
     assert!(out.contains("GIVEN_NAME"), "{out}");
     assert!(!err.contains("XDG_RUNTIME_DIR"), "{err}");

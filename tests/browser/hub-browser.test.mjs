@@ -78,7 +78,7 @@ function load(id, options = {}) {
 
 const cached = () => page.evaluate(async () => (await (await caches.open('webert-models-v1')).keys()).map((r) => r.url));
 
-test('an id loads cross-origin through the redirect, is cached, and loads from the cache', T, async () => {
+test('an id loads cross-origin through the redirect, is cached, and loads from the cache (local_files_only too)', T, async () => {
   const { pipeline } = await import(join(PKG, 'webert.js'));
   const local = await pipeline('text-classification', TINY);
   const want = await local(TEXT, { top_k: null });
@@ -96,6 +96,9 @@ test('an id loads cross-origin through the redirect, is cached, and loads from t
   const again = await load('test/tiny-seqcls');
   assert.deepEqual(again.out, first.out);
   assert.equal(hub.log.length, n, 'the second load asked the host nothing');
+  // local_files_only (transformers.js's name) reads the Cache API and never the host.
+  assert.deepEqual((await load('test/tiny-seqcls', { local_files_only: true })).out, first.out);
+  assert.equal(hub.log.length, n, 'local_files_only asked the host nothing');
   const left = await page.evaluate(async (host) => {
     const { clearCache, env } = await import('/pkg/webert.js');
     env.remoteHost = host;
@@ -103,6 +106,9 @@ test('an id loads cross-origin through the redirect, is cached, and loads from t
     return (await (await caches.open('webert-models-v1')).keys()).map((r) => r.url);
   }, hub.url);
   assert.deepEqual(left.filter((u) => u.includes('/test/tiny-seqcls/')), [], 'clearCache(id) removed the id');
+  const gone = await load('test/tiny-seqcls', { local_files_only: true });
+  assert.match(gone.error ?? '', /model test\/tiny-seqcls .*not found locally .*local_files_only is set/);
+  assert.equal(hub.log.length, n, 'an id not cached, with local_files_only: the host is still not asked');
 });
 
 test('a cut-off download fails clearly and leaves nothing in the cache', T, async () => {

@@ -144,21 +144,6 @@ test('NSP-only checkpoint: next sentence works, fluency says the head is missing
   assert.notEqual(await page.textContent('#pt-nsp-out'), '');
 });
 
-test('masked-LM-only model: fluency works, next sentence is off and says why', T, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'webert-pt-'));
-  dirs.push(dir);
-  const folder = join(dir, 'my-mlm-model');
-  mkdirSync(folder);
-  for (const f of readdirSync(join(MODELS, 'splade-tiny'))) copyFileSync(join(MODELS, 'splade-tiny', f), join(folder, f));
-  await load(folder);
-  await page.fill('#pt-sentences', 'The cat sat on the mat.\nMat the on sat cat the.');
-  assert.equal(await run('#pt-run'), null);
-  assert.equal(await page.$$eval('#pt-out > li', (ls) => ls.length), 2);
-  // Its Predict could only fail (and clear the ranking above): it is off, and says why.
-  assert.equal(await page.isDisabled('#pt-nsp-run'), true);
-  assert.match(await page.getAttribute('#pt-nsp-run', 'title'), /^No next-sentence head: /);
-});
-
 test('phone width (390 px): the section fits, scores on one line', T, async () => {
   await load(checkpoint('pretraining'));
   await page.fill('#pt-sentences', 'The cat sat on the mat.\nZoë visited Zürich and São Paulo — naïve café ☕ in 2019!');

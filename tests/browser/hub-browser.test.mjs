@@ -2,7 +2,8 @@
 // local mock of the Hugging Face Hub on another origin (tests/mock-hub.mjs: CORS and CORP
 // headers, weights redirected to a "CDN" path), in the package's Web Worker, keeps the files in
 // the Cache API and loads them from there the next time, keeps nothing of a failed download,
-// and names the dtypes a model has. No test reaches the internet.
+// and names the dtypes a model has; options, truncation and QA's forms answer as in Node. No test
+// reaches the internet.
 //   node --test tests/browser/hub-browser.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -223,4 +224,37 @@ test("in a browser an id with no dtype loads q8 where the repo has it (transform
   const last = weights.filter((e) => e.status === 'progress').at(-1);
   assert.ok(last.progress === 100 && last.loaded === last.total && last.total > 1e6, JSON.stringify(last));
   assert.deepEqual(r.events.at(-1), { status: 'ready', task: 'feature-extraction', model: ID });
+});
+
+test('in a browser as in Node: options refused by name, a long text names `truncation: true`, QA takes its object and batched forms', T, async () => {
+  const r = await page.evaluate(async ({ host }) => {
+    const { pipeline, env } = await import('/pkg/webert.js');
+    env.remoteHost = host;
+    const message = (p) => p.then(() => null, (e) => e.message);
+    const fx = await pipeline('feature-extraction', '/models/minilm/', { device: 'wasm', dtype: 'q8' });
+    const qa = await pipeline('question-answering', 'Xenova/distilbert-base-cased-distilled-squad', { device: 'cpu' });
+    const q = 'Where does the cat sit?';
+    const c = 'The cat sits on the mat.';
+    const out = {
+      device: fx.device,
+      misspelt: await message(pipeline('feature-extraction', '/models/minilm/', { devcie: 'cpu' })),
+      cacheDir: await message(pipeline('feature-extraction', '/models/minilm/', { cache_dir: '/tmp' })),
+      long: await message(fx('word '.repeat(600), { pooling: 'mean' })),
+      cut: (await fx('word '.repeat(600), { pooling: 'mean', truncation: true })).dims,
+      qa: await qa(q, c),
+      object: await qa({ question: q, context: c }),
+      batched: await qa([q, q], [c, c]),
+    };
+    fx.dispose();
+    qa.dispose();
+    return out;
+  }, { host: hub.url });
+  assert.equal(r.device, 'cpu', "device: 'wasm' is the CPU");
+  assert.match(r.misspelt, /unknown pipeline option `devcie` \(did you mean `device`\?\)/);
+  assert.match(r.cacheDir, /pipeline option `cache_dir` is for Node; a browser keeps downloads in the Cache API/);
+  assert.match(r.long, /input is \d+ tokens; the model takes at most 512 \(to cut it there: `truncation: true` in JS/);
+  assert.deepEqual(r.cut, [1, 384]);
+  assert.equal(typeof r.qa.answer, 'string');
+  assert.deepEqual(r.object, r.qa);
+  assert.deepEqual(r.batched, [r.qa, r.qa]);
 });

@@ -80,7 +80,12 @@ async function check(url, what) {
   const { page } = browser;
   const logged = browser.logs.length;
   const failed = [];
-  const onResponse = (r) => r.status() >= 400 && failed.push(`${r.status()} ${r.url()}`);
+  const models = [];
+  const onResponse = (r) => {
+    if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+    const file = new URL(r.url()).pathname.split('/models/pii/')[1];
+    if (file) models.push(file);
+  };
   page.on('response', onResponse);
   await page.goto(`${url}?text=${encodeURIComponent(c.text)}`);
   await page.waitForFunction(() => { const o = document.querySelector('#out'); return o.dataset.result || o.dataset.error; }, null, { timeout: 120_000 });
@@ -91,6 +96,11 @@ async function check(url, what) {
   const want = entitiesU16(c.text, c.pipeline.first);
   assert.deepEqual(entities.map((e) => [e.entity_group, e.start, e.end]), want.map((e) => [e.entity_group, e.start, e.end]), what);
   page.off('response', onResponse);
+  // The example names its dtype: the folder's files are asked for once each, and nothing else
+  // (fewer when the Cache API has them).
+  const needed = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model_q4.onnx'];
+  assert.deepEqual(models.filter((f) => !needed.includes(f)), [], `${what}: files the example does not need were asked for`);
+  assert.equal(new Set(models).size, models.length, `${what}: a file asked for twice: ${models}`);
   return { logs: browser.logs.slice(logged), failed };
 }
 

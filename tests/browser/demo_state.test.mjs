@@ -219,6 +219,19 @@ test('classification: an NLI model gives zero-shot by entailment, as the HF pipe
   }
 });
 
+test('classification: a text past the model\'s limit is classified as cut there, and the tab says so', T, async () => {
+  await page.click('#tab-cls');
+  await page.fill('#cls-labels', 'technology, sports');
+  await page.fill('#cls-text', `The match went to penalties. ${'The crowd cheered again. '.repeat(120)}`);
+  assert.equal(await run(page, 'cls'), null);
+  assert.equal(await page.$$eval('#cls-out li', (li) => li.length), 2);
+  assert.ok(await page.isVisible('#cls-cut'));
+  assert.match(await page.textContent('#cls-cut'), /^This input is \d{3,} tokens and the model reads at most 512: it was cut there \(truncation: true\)/);
+  await page.fill('#cls-text', 'The match went to penalties.');
+  assert.equal(await run(page, 'cls'), null);
+  assert.equal(await page.isHidden('#cls-cut'), true, 'a text that fits is not said to be cut');
+});
+
 test('errors stay in their tab, are cleared on success, and never sit above a stale answer', T, async () => {
   const msg = await loadUrl(page, 'qa', 'models/nothing-here/');
   assert.match(msg, /Could not load models\/nothing-here\/: http:\/\/127\.0\.0\.1:\d+\/models\/nothing-here\/config\.json: HTTP 404/);

@@ -2,7 +2,8 @@
 // local mock of the Hugging Face Hub on another origin (tests/mock-hub.mjs: CORS and CORP
 // headers, weights redirected to a "CDN" path), in the package's Web Worker, keeps the files in
 // the Cache API and loads them from there the next time, keeps nothing of a failed download,
-// and names the dtypes a model has. No test reaches the internet.
+// and names the dtypes a model has; options, truncation and QA's forms answer as in Node. No test
+// reaches the internet.
 //   node --test tests/browser/hub-browser.test.mjs      (after scripts/build_web.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -78,7 +79,7 @@ function load(id, options = {}) {
 
 const cached = () => page.evaluate(async () => (await (await caches.open('webert-models-v1')).keys()).map((r) => r.url));
 
-test('an id loads cross-origin through the redirect, is cached, and loads from the cache', T, async () => {
+test('an id loads cross-origin through the redirect, is cached, and loads from the cache (local_files_only too)', T, async () => {
   const { pipeline } = await import(join(PKG, 'webert.js'));
   const local = await pipeline('text-classification', TINY);
   const want = await local(TEXT, { top_k: null });
@@ -96,6 +97,9 @@ test('an id loads cross-origin through the redirect, is cached, and loads from t
   const again = await load('test/tiny-seqcls');
   assert.deepEqual(again.out, first.out);
   assert.equal(hub.log.length, n, 'the second load asked the host nothing');
+  // local_files_only (transformers.js's name) reads the Cache API and never the host.
+  assert.deepEqual((await load('test/tiny-seqcls', { local_files_only: true })).out, first.out);
+  assert.equal(hub.log.length, n, 'local_files_only asked the host nothing');
   const left = await page.evaluate(async (host) => {
     const { clearCache, env } = await import('/pkg/webert.js');
     env.remoteHost = host;
@@ -103,6 +107,9 @@ test('an id loads cross-origin through the redirect, is cached, and loads from t
     return (await (await caches.open('webert-models-v1')).keys()).map((r) => r.url);
   }, hub.url);
   assert.deepEqual(left.filter((u) => u.includes('/test/tiny-seqcls/')), [], 'clearCache(id) removed the id');
+  const gone = await load('test/tiny-seqcls', { local_files_only: true });
+  assert.match(gone.error ?? '', /model test\/tiny-seqcls .*not found locally .*local_files_only is set/);
+  assert.equal(hub.log.length, n, 'an id not cached, with local_files_only: the host is still not asked');
 });
 
 test('a cut-off download fails clearly and leaves nothing in the cache', T, async () => {
@@ -217,4 +224,37 @@ test("in a browser an id with no dtype loads q8 where the repo has it (transform
   const last = weights.filter((e) => e.status === 'progress').at(-1);
   assert.ok(last.progress === 100 && last.loaded === last.total && last.total > 1e6, JSON.stringify(last));
   assert.deepEqual(r.events.at(-1), { status: 'ready', task: 'feature-extraction', model: ID });
+});
+
+test('in a browser as in Node: options refused by name, a long text names `truncation: true`, QA takes its object and batched forms', T, async () => {
+  const r = await page.evaluate(async ({ host }) => {
+    const { pipeline, env } = await import('/pkg/webert.js');
+    env.remoteHost = host;
+    const message = (p) => p.then(() => null, (e) => e.message);
+    const fx = await pipeline('feature-extraction', '/models/minilm/', { device: 'wasm', dtype: 'q8' });
+    const qa = await pipeline('question-answering', 'Xenova/distilbert-base-cased-distilled-squad', { device: 'cpu' });
+    const q = 'Where does the cat sit?';
+    const c = 'The cat sits on the mat.';
+    const out = {
+      device: fx.device,
+      misspelt: await message(pipeline('feature-extraction', '/models/minilm/', { devcie: 'cpu' })),
+      cacheDir: await message(pipeline('feature-extraction', '/models/minilm/', { cache_dir: '/tmp' })),
+      long: await message(fx('word '.repeat(600), { pooling: 'mean' })),
+      cut: (await fx('word '.repeat(600), { pooling: 'mean', truncation: true })).dims,
+      qa: await qa(q, c),
+      object: await qa({ question: q, context: c }),
+      batched: await qa([q, q], [c, c]),
+    };
+    fx.dispose();
+    qa.dispose();
+    return out;
+  }, { host: hub.url });
+  assert.equal(r.device, 'cpu', "device: 'wasm' is the CPU");
+  assert.match(r.misspelt, /unknown pipeline option `devcie` \(did you mean `device`\?\)/);
+  assert.match(r.cacheDir, /pipeline option `cache_dir` is for Node; a browser keeps downloads in the Cache API/);
+  assert.match(r.long, /input is \d+ tokens; the model takes at most 512 \(to cut it there: `truncation: true` in JS/);
+  assert.deepEqual(r.cut, [1, 384]);
+  assert.equal(typeof r.qa.answer, 'string');
+  assert.deepEqual(r.object, r.qa);
+  assert.deepEqual(r.batched, [r.qa, r.qa]);
 });

@@ -372,6 +372,9 @@ test("the dtype default: the model's transformers.js_config.dtype, else q8 in a 
   const node = await pipeline('feature-extraction', 'test/q8-default');
   assert.ok(gets('test/q8-default', 'model.safetensors').length > 0);
   assert.equal(gets('test/q8-default', 'onnx/model_quantized.onnx').length, 0);
+  const auto = await pipeline('feature-extraction', 'test/q8-default', { dtype: 'auto' });
+  assert.deepEqual(auto.info.files, node.info.files, "dtype: 'auto' is the default choice");
+  auto.dispose();
   node.dispose();
   // A folder whose config.json names a dtype (as onnx-community repos do) loads that one.
   const dir = mkdtempSync(join(tmpdir(), 'webert-jsconfig-'));
@@ -382,6 +385,10 @@ test("the dtype default: the model's transformers.js_config.dtype, else q8 in a 
     const own = await pipeline('feature-extraction', dir);
     assert.ok(own.info.files.includes('onnx/model_quantized.onnx'), own.info.files);
     own.dispose();
+    // `dtype: 'auto'` (transformers.js's name for the default) chooses as no dtype does.
+    const auto = await pipeline('feature-extraction', dir, { dtype: 'auto' });
+    assert.deepEqual(auto.info.files, own.info.files);
+    auto.dispose();
     const asked = await pipeline('feature-extraction', dir, { dtype: 'fp32' });
     assert.ok(asked.info.files.includes('model.safetensors') && !asked.info.files.some((f) => f.endsWith('.onnx')), 'a dtype given wins');
     asked.dispose();

@@ -429,6 +429,38 @@ test('errors are Error objects with clear messages', async () => {
   await assert.rejects(loading, (e) => e.name === 'AbortError');
 });
 
+test('one truncation rule: every task that reads a text whole refuses a long one, naming `truncation: true`, and cuts it when asked; NER and QA read it in windows', async () => {
+  const long = 'word '.repeat(600);
+  const named = /input is \d+ tokens; the model takes at most 512 \(to cut it there: `truncation: true` in JS, --truncate in the CLI\)/;
+  const clf = await pipeline('text-classification', withHead('seqcls'));
+  const fill = await pipeline('fill-mask', join(MODELS, 'splade-tiny'));
+  const nsp = await pipeline('next-sentence-prediction', withHead('nsp', 'splade-tiny'));
+  const qa = await pipeline('question-answering', withHead('qa'));
+  try {
+    const whole = {
+      'text-classification': (o) => clf(long, o),
+      'text-classification (pair)': (o) => clf({ text: long, text_pair: 'a short one' }, o),
+      'rank (query)': (o) => minilm.rank(long, ['a', 'b'], o),
+      'rank (document)': (o) => minilm.rank('a', ['b', long], o),
+      'fill-mask': (o) => fill(`[MASK] ${long}`, o),
+      'next-sentence-prediction': (o) => nsp({ text: long, text_pair: 'a short one' }, o),
+    };
+    for (const [task, call] of Object.entries(whole)) {
+      await assert.rejects(call(), named, task);
+      await assert.rejects(call({ truncation: false }), named, `${task}, truncation: false`);
+      const cut = await call({ truncation: true });
+      assert.ok(Array.isArray(cut) && cut.length > 0, `${task}: ${JSON.stringify(cut)}`);
+    }
+    // `truncation: true` cuts at the model's limit, as the number 512 does.
+    assert.deepEqual(await clf(long, { truncation: true, top_k: null }), await clf(long, { truncation: 512, top_k: null }));
+    // Windowed tasks take any length, as Hugging Face's pipelines do.
+    assert.ok(Array.isArray(await pii(`${long}My name is John Smith.`)));
+    assert.equal(typeof (await qa('What is repeated?', long)).answer, 'string');
+  } finally {
+    for (const p of [clf, fill, nsp, qa]) p.dispose();
+  }
+});
+
 test('hostile texts never kill the module', async () => {
   const texts = ['', ' ', '\u0000\u0001\u200b', '\ud800 lone surrogate \udfff', '🤗'.repeat(3000), 'a'.repeat(20000), '\u0301'.repeat(50), 'x\r\n\t'.repeat(200)];
   for (const t of texts) {

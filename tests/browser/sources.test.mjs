@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PKG, ROOT } from './golden.mjs';
+import { MODELS, PKG, ROOT } from './golden.mjs';
 import { serveHub } from '../mock-hub.mjs';
 
 /** The Cache API as a browser has it, in memory, with a quota in bytes. */
@@ -86,6 +86,19 @@ async function load(source, options = {}) {
 
 /** Both kinds of source for a repo of the mock: its folder URL, and its id. */
 const SOURCES = [['folder URL', folder], ['model id', (id) => id]];
+
+test('a dtype asks the server for its files only: no probe, no 404, nothing twice', T, async () => {
+  for (const [kind, source] of SOURCES) {
+    for (const dtype of ['fp32', undefined]) {
+      const from = hub.log.length;
+      const ok = await load(source('t/ok'), { dtype, cache: false });
+      assert.equal(ok.error, undefined, ok.error);
+      const asked = hub.log.slice(from).filter((r) => !r.path.startsWith('/cdn/')).map((r) => `${r.method} ${r.path.split('/resolve/main/')[1]}`);
+      // The folder has these four (tests/tiny/distilbert-seqcls); safetensors is fp32's first choice.
+      assert.deepEqual(asked.sort(), ['GET config.json', 'GET model.safetensors', 'GET tokenizer.json', 'GET tokenizer_config.json'], `${kind}, dtype ${dtype}`);
+    }
+  }
+});
 
 test('a server that stalls mid-file, or never answers, ends in a clear error after the download timeout, then loads', T, async () => {
   for (const [kind, src] of SOURCES) {
@@ -265,6 +278,42 @@ test("a server that answers every missing file with its index.html (Vite, SPA fa
     assert.match(q4.error ?? '', /no q4 weights|model_q4\.onnx/, q4.error);
     const named = await load(url, { weights: 'onnx/model_q4.onnx' });
     assert.match(named.error ?? '', /the server answered onnx\/model_q4\.onnx with an HTML page \(content-type text\/html, starts "<!DOCTYPE html>.*\), not the file; a server that answers a missing file with its index\.html/);
+  } finally {
+    server.close();
+  }
+});
+
+test('a server that answers missing files with 200 and a text or a JSON error: weights are told by their bytes', T, async () => {
+  const { createServer } = await import('node:http');
+  const { readFile } = await import('node:fs/promises');
+  const PII = join(MODELS, 'pii');
+  const answers = { text: ['text/plain', 'Not Found'], json: ['application/json', '{"error":"Entry not found"}'] };
+  const server = createServer(async (req, res) => {
+    const [, kind, file] = decodeURIComponent(new URL(req.url, 'http://x').pathname).match(/^\/(\w+)\/(.*)$/) ?? [];
+    const body = file && !file.includes('..') && (await readFile(join(PII, file)).catch(() => null));
+    const [type, missing] = answers[kind] ?? ['text/plain', ''];
+    res.writeHead(200, { 'Content-Type': body ? 'application/octet-stream' : type });
+    res.end(body ?? missing);
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const text = 'My name is John Smith.';
+  const local = await pipeline('ner', PII, { cache: false });
+  const entities = await local(text);
+  local.dispose();
+  try {
+    for (const kind of Object.keys(answers)) {
+      const url = `http://127.0.0.1:${server.address().port}/${kind}/`;
+      // No dtype: the probes answered with that body are passed over, the folder's q4 file loads.
+      const ner = await pipeline('ner', url, { cache: false });
+      assert.deepEqual(await ner(text), entities, kind);
+      assert.deepEqual(ner.info.files.filter((f) => /\.(onnx|safetensors)$/.test(f)), ['onnx/model_q4.onnx'], kind);
+      ner.dispose();
+      // A file asked for by name: the error says what came instead, before the engine sees it.
+      await assert.rejects(pipeline('ner', url, { weights: 'onnx/model.onnx', cache: false }),
+        /the server answered onnx\/model\.onnx with something else \(not an ONNX protobuf\) \(content-type \S+, starts "/, kind);
+      await assert.rejects(pipeline('ner', url, { weights: 'model.safetensors', cache: false }),
+        /the server answered model\.safetensors with something else \(no safetensors header\)/, kind);
+    }
   } finally {
     server.close();
   }

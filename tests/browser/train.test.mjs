@@ -123,6 +123,10 @@ test('a head refuses another encoder, malformed bytes and bad examples, clearly'
   await assert.rejects(train('text-classification', minilm, [{ text: 'a', label: 'x' }, { text: 3, label: 'y' }]), /example 1: text must be a string/);
   await assert.rejects(train('text-classification', minilm, G.sets.sentiment.examples, { C: 0 }), /C must be a positive finite number/);
   await assert.rejects(train('fill-mask', minilm, G.sets.sentiment.examples), /teaches text-classification/);
+  // Its options are checked as pipeline()'s: a misspelt key is refused, whichever the encoder.
+  await assert.rejects(train('text-classification', minilm, G.sets.sentiment.examples, { devcie: 'cpu' }), /unknown pipeline option `devcie` \(did you mean `device`\?\)/);
+  await assert.rejects(train('text-classification', join(MODELS, 'minilm'), G.sets.sentiment.examples, { c: 2 }), /unknown pipeline option `c`/);
+  await assert.rejects(train('text-classification', minilm, G.sets.sentiment.examples, { head }), /train\(\) makes the classifier's head: `head` is pipeline\(\)'s option/);
   // Nothing above broke the shared model.
   assert.equal((await clf('Lovely!'))[0].label, 'positive');
   clf.dispose();

@@ -15,15 +15,33 @@ import { state } from './state.js';
 action('cls', '#cls-run', async (model, watch) => {
   const text = $('#cls-text').value;
   const clf = teaching() ? await taught(model) : model;
-  const result = teaching() || state.loaded.cls.mode === 'classifier'
-    ? await clf(text, { top_k: null, truncation: true, ...(teaching() ? {} : watch) })
-    : await clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value, truncation: true, ...watch });
+  const result = await cutIfLong((cut) => (teaching() || state.loaded.cls.mode === 'classifier'
+    ? clf(text, { top_k: null, ...cut, ...(teaching() ? {} : watch) })
+    : clf(text, clsLabels(), { multi_label: $('#cls-multi').checked, hypothesis_template: $('#cls-template').value, ...cut, ...watch })));
   // Zero-shot answers `{ sequence, labels, scores }`, a classifier `[{ label, score }]`.
   const rows = Array.isArray(result) ? result : result.labels.map((label, i) => ({ label, score: result.scores[i] }));
   renderBars('#cls-out', rows.map((r) => ({ ...r, dataset: { label: r.label } })));
   $('#cls-out').dataset.method = result.method ?? 'classifier';
   setLatency('#cls-ms', result, clf);
 });
+/**
+ * `classify({})`; a text past the model's limit again with `truncation: true`, and a note under
+ * the result that says it was cut (the package's rule: never silently).
+ */
+async function cutIfLong(classify) {
+  const note = $('#cls-cut');
+  note.hidden = true;
+  try {
+    return await classify({});
+  } catch (e) {
+    const long = /input is (\d+) tokens; the model takes at most (\d+)/.exec(e.message);
+    if (!long) throw e;
+    const result = await classify({ truncation: true });
+    note.textContent = `This input is ${long[1]} tokens and the model reads at most ${long[2]}: it was cut there (truncation: true), the rest is not classified.`;
+    note.hidden = false;
+    return result;
+  }
+}
 $('#cls-zero-shot').addEventListener('click', () => {
   state.chosen.cls = DEFAULTS.cls;
   ensure('cls').catch(() => {});

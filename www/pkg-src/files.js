@@ -6,6 +6,7 @@ import { CACHE_NAME, openModelCache } from './cache.js';
 import { isNode } from './platform.js';
 import { idFolder, openDiskCache } from './disk-cache.js';
 import { watchdog } from './watchdog.js';
+import { checkJson, isHtml, notWeights, shardNames } from './sniff.js';
 import { TILINGS_CACHE } from './tilings.js';
 
 const MANIFEST = '.webert-files.json';
@@ -259,28 +260,6 @@ async function retrying(work, signal) {
   }
 }
 
-/**
- * Whether a body is a web page rather than the file asked for: many servers (Vite, SPA
- * fallbacks) answer a missing path with their index.html and status 200.
- */
-function isHtml(bytes, res) {
-  if (/^\s*text\/html/i.test(res.headers.get('content-type') ?? '')) return true;
-  const start = new TextDecoder().decode(bytes.subarray(0, 64)).replace(/^\uFEFF?\s*/, '');
-  return /^<(?:!doctype\s+html|html[\s>]|head[\s>]|body[\s>]|!--)/i.test(start);
-}
-
-/** Refuses a `.json` file that is not JSON (an HTML error page, say) before it is kept. */
-function checkJson(name, bytes, res, where) {
-  if (!name.endsWith('.json')) return;
-  try {
-    JSON.parse(new TextDecoder().decode(bytes));
-  } catch (e) {
-    const start = new TextDecoder().decode(bytes.subarray(0, 40));
-    const err = new Error(`${where}: ${name} is not JSON (${e.message}; content-type ${res.headers.get('content-type')}, starts ${JSON.stringify(start)})`);
-    throw Object.assign(err, { notJson: true });
-  }
-}
-
 async function readBody(res, url, name, progress, signal) {
   const total = Number(res.headers.get('content-length')) || 0;
   if (total) progress.update(name, 0, total); // the size, before any of the body arrives
@@ -349,12 +328,14 @@ async function fromUrl(base, opts, progress, layout, label) {
       const res = await get(url, signal, optional, label, opts.downloadTimeout);
       if (!res) return null;
       const body = await readBody(res, url, name, progress, signal);
-      if (isHtml(body, res)) {
+      const notFile = isHtml(body, res) ? 'HTML' : notWeights(name, body);
+      const wrong = notFile === 'HTML' ? 'an HTML page' : notFile && `something else (${notFile})`;
+      if (wrong) {
         pages.push(name);
         if (optional) return null;
         const start = JSON.stringify(new TextDecoder().decode(body.subarray(0, 60)));
-        throw failure(`${label ?? url}: the server answered ${name} with an HTML page (content-type ${res.headers.get('content-type')}, starts ${start}), not the file; ` +
-          `a server that answers a missing file with its index.html (Vite, SPA fallbacks) does that: check that ${url} exists`, { notFound: true });
+        throw failure(`${label ?? url}: the server answered ${name} with ${wrong} (content-type ${res.headers.get('content-type')}, starts ${start}), not the file; ` +
+          `a server that answers a missing file with its index.html (Vite, SPA fallbacks) or another page does that: check that ${url} exists`, { notFound: true });
       }
       checkJson(name, body, res, label ?? url);
       return body;
@@ -422,10 +403,9 @@ async function findWeights(opts, load, root, layout, label, pages = []) {
       const index = await get(indexUrl, signal, true, label, opts.downloadTimeout);
       const body = index && (await readBody(index, indexUrl, 'model.safetensors.index.json', { update() {} }, signal));
       if (!body) missed.push('model.safetensors.index.json');
-      else if (isHtml(body, index)) pages.push('model.safetensors.index.json');
-      else if (body) {
-        checkJson('model.safetensors.index.json', body, index, label ?? indexUrl);
-        const shards = [...new Set(Object.values(JSON.parse(new TextDecoder().decode(body)).weight_map ?? {}))].sort();
+      else if (isHtml(body, index) || !shardNames(body)) pages.push('model.safetensors.index.json');
+      else {
+        const shards = shardNames(body);
         await Promise.all(shards.map((s) => load(s, false)));
         return;
       }
@@ -441,7 +421,7 @@ async function findWeights(opts, load, root, layout, label, pages = []) {
     missed.push(name);
   }
   const where = label ?? root.href;
-  const html = pages.length ? `; the server answered ${pages.join(', ')} with an HTML page, as servers do for a missing file` : '';
+  const html = pages.length ? `; the server answered ${pages.join(', ')} with an HTML page or other body, not the file, as servers do for a missing file` : '';
   if (!dtype) throw new Error(`${where}: no weights found (tried model.safetensors, model.safetensors.index.json and onnx/model*.onnx${html})`);
   // Say which weights there are (HEAD requests), in the engine's words.
   const present = await Promise.all(layout.weights.map(async (name) => {

@@ -3,6 +3,7 @@
 // engine fits scikit-learn's LogisticRegression(C) on them; the result is a text-classification
 // pipeline whose head is a small safetensors file (`exportHead()`, `pipeline(..., { head })`).
 
+import { pipelineOptions } from './options.js';
 import { isNode } from './platform.js';
 import { ENTRY, acquire, release, retain } from './sharing.js';
 
@@ -52,7 +53,10 @@ export async function teach(encoder, examples, options, { build, checkDevice }) 
   const { texts, labels } = examplesOf(examples);
   const C = options.C ?? 1;
   if (typeof C !== 'number' || !(C > 0) || !Number.isFinite(C)) throw new Error(`C must be a positive finite number, got ${C}`);
-  const { C: _c, truncation = true, head: _h, onProgress: _p, progress_callback: _pc, ...rest } = options;
+  const { C: _c, truncation = true, head, onProgress: _p, progress_callback: _pc, ...given } = options;
+  if (head !== undefined) throw new Error('train() makes the classifier\'s head: `head` is pipeline()\'s option, leave it out here');
+  // The load's options as pipeline() takes them: transformers.js's names translated, unknown keys refused.
+  const rest = pipelineOptions(given);
   const onProgress = options.onProgress ?? options.progress_callback;
   let entry;
   let info;

@@ -3,7 +3,7 @@
 
 use super::clock::now_ms;
 use super::Engine;
-use crate::cpu::{pool, CpuModel, CpuState};
+use crate::cpu::pool;
 use crate::error::Result;
 use crate::exec::Want;
 use tokenizers::Encoding;
@@ -92,9 +92,10 @@ impl Engine {
     #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn cpu_hidden(&self, window: &Encoding) -> Result<Vec<f32>> {
         let batch = self.pad(std::slice::from_ref(window), &[]);
-        let forward =
-            |model: &CpuModel, state: &mut CpuState| model.forward(state, &batch, Want::Hidden);
-        let mut hidden = self.cpu.call(forward)?.hidden.unwrap_or_default();
+        let forward = self
+            .cpu
+            .call(|model, state| model.forward(state, &batch, Want::Hidden));
+        let mut hidden = forward?.hidden.unwrap_or_default();
         hidden.truncate(window.len() * self.config.hidden_size);
         Ok(hidden)
     }

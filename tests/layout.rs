@@ -31,7 +31,6 @@ const MAX_LINES: usize = 500;
 /// Files longer than that today, with the length they may not exceed; split them and lower or
 /// drop their line here.
 const LONG_FILES: &[(&str, usize)] = &[
-    ("cpu/mod.rs", 554),
     ("model/config.rs", 880),
     ("model/family.rs", 1157),
     ("model/onnx/mod.rs", 563),
@@ -365,8 +364,8 @@ fn the_reader_finds_imports() {
     let files = sources();
     let edges = imports(&files);
     let engine = edges
-        .get(&vec!["engine".to_string()])
-        .expect("src/engine.rs read");
+        .get(&vec!["engine".to_string(), "load".to_string()])
+        .expect("src/engine/load.rs read");
     assert!(engine.iter().any(|m| m[0] == "cpu") && engine.iter().any(|m| m[0] == "model"));
     let mut fake = BTreeMap::new();
     for (a, b) in [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")] {

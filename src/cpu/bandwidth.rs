@@ -2,14 +2,14 @@
 //! machine's single-thread read bandwidth to compare it with. At a few tokens a forward is
 //! little more than one pass over its weights, so their ratio is how close it runs to memory.
 
-use super::{CpuExecutor, Packed};
+use super::model::{CpuModel, Packed};
 use crate::model::WeightUse;
 use std::collections::BTreeSet;
 
 /// Floats summed per step: independent lanes, so that the compiler vectorizes the sum.
 const LANES: usize = 16;
 
-impl CpuExecutor {
+impl CpuModel {
     /// Bytes of the packed linear weights the encoder multiplies by (heads excluded), each
     /// counted once however many ops share it.
     pub fn encoder_weight_bytes(&self) -> usize {

@@ -2,9 +2,9 @@
 //! GPU kept only when it is faster and agrees with the CPU.
 
 use super::clock::now_ms;
+use super::cpu::Cpu;
 use super::probe::{gpu_is_faster, Probe, PROBE_TOKENS};
 use super::Engine;
-use crate::cpu::CpuExecutor;
 use crate::error::Result;
 use crate::exec::{Batch, Output, Want};
 use crate::gpu::GpuExecutor;
@@ -46,7 +46,7 @@ impl Engine {
             }
         };
         let adapter = g.exec.adapter_name();
-        let cpu = self.cpu.get_mut().unwrap_or_else(|p| p.into_inner());
+        let cpu = &self.cpu;
         let Ok((mut cpu_ms, cpu_out)) = cpu_ms_of(cpu, &batch, want) else {
             return; // the CPU path itself fails: the GPU stays
         };
@@ -107,9 +107,9 @@ async fn best_gpu_ms(exec: &mut GpuExecutor, batch: &Batch, want: Want) -> Resul
     Ok((best, out))
 }
 
-fn cpu_ms_of(cpu: &mut CpuExecutor, batch: &Batch, want: Want) -> Result<(f64, Output)> {
+fn cpu_ms_of(cpu: &Cpu, batch: &Batch, want: Want) -> Result<(f64, Output)> {
     let t = now_ms();
-    let out = cpu.forward(batch, want)?;
+    let out = cpu.call(|model, state| model.forward(state, batch, want))?;
     Ok((now_ms() - t, out))
 }
 

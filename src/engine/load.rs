@@ -1,10 +1,11 @@
 //! Building an engine: weights within the memory budget, the CPU executor, and the GPU's
 //! where the device asks for one.
 
+use super::cpu::Cpu;
 use super::load_times::{Laps, LoadTimes};
 use super::options::{Device, LoadOptions};
 use super::{Engine, Gpu};
-use crate::cpu::{kernels, pool, CpuExecutor};
+use crate::cpu::{kernels, pool, CpuModel};
 use crate::error::{Error, GpuErrorKind, Result};
 use crate::gpu::{GpuContext, GpuExecutor, GpuOptions};
 use crate::model::{budget, ModelConfig, ModelFiles, Plan, TextTokenizer, Weights};
@@ -61,7 +62,7 @@ impl Engine {
             g.shift_rows_for_test();
         }
         let gpu_ms = laps.lap();
-        let mut cpu = CpuExecutor::new(plan.clone(), tensors, kernel, options.quantized);
+        let mut cpu = CpuModel::new(plan.clone(), tensors, kernel, options.quantized);
         let pack_ms = laps.lap();
         cpu.set_budget(options.budget().saturating_sub(held));
         let (kernel, int_kernel) = (cpu.kernel_name(), cpu.int_kernel_name());
@@ -73,7 +74,7 @@ impl Engine {
             config,
             tokenizer,
             plan,
-            cpu: Mutex::new(cpu),
+            cpu: Cpu::new(cpu),
             gpu: Mutex::new(gpu.map(|exec| Gpu { exec, failed: None })),
             device,
             kernel,

@@ -4,6 +4,7 @@
 mod auto;
 mod backend;
 mod clock;
+mod cpu;
 mod encode;
 mod load;
 mod load_times;
@@ -14,7 +15,6 @@ mod run;
 #[cfg(any(test, feature = "test-hooks"))]
 mod test_hooks;
 
-use crate::cpu::CpuExecutor;
 use crate::error::{Error, Result};
 pub use crate::exec::{Quantized, Want};
 #[cfg(feature = "test-hooks")]
@@ -55,7 +55,7 @@ pub struct Engine {
     pub config: ModelConfig,
     pub tokenizer: TextTokenizer,
     plan: Arc<Plan>,
-    cpu: Mutex<CpuExecutor>,
+    cpu: cpu::Cpu,
     gpu: Mutex<Option<Gpu>>,
     device: Device,
     kernel: &'static str,

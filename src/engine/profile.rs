@@ -11,8 +11,7 @@ use tokenizers::Encoding;
 impl Engine {
     /// Bytes of packed linear weights a CPU forward reads (the encoder's, each once).
     pub fn cpu_weight_bytes(&self) -> usize {
-        let cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-        cpu.encoder_weight_bytes()
+        self.cpu.model.encoder_weight_bytes()
     }
 
     /// This machine's single-thread read bandwidth in GB/s, summing a buffer of `bytes`
@@ -25,7 +24,7 @@ impl Engine {
     /// multiplies this model's linear weights on the CPU: its q8 tile where int8 weights are
     /// packed for one, else the f32 tile; `None` for other integer tiles (q4 blocks).
     pub fn cpu_peak_gmac_per_s(&self) -> Option<f64> {
-        let cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
+        let cpu = &self.cpu.model;
         let kern = cpu.kernel();
         match cpu.int_kernel_name() {
             None => Some(peak::f32_gmac_per_s(kern, 5, now_ms)),
@@ -69,9 +68,8 @@ impl Engine {
     /// Milliseconds per kind of op of one CPU forward over `windows` (encoder and head).
     pub fn cpu_profile(&self, windows: &[Encoding]) -> Result<Vec<(String, f64)>> {
         let batch = self.pad(windows, &[]);
-        let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
         pool::take_stats();
-        let mut kinds = cpu.profile(&batch, now_ms)?;
+        let mut kinds = (self.cpu).call(|model, state| model.profile(state, &batch, now_ms))?;
         if pool::threads() > 1 {
             let [mine, theirs, spins, loops, idle_spins] = pool::take_stats();
             kinds.push(("pool: tasks run by the caller".into(), mine as f64));
@@ -91,18 +89,16 @@ impl Engine {
     #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn cpu_head_ms(&self, windows: &[Encoding], runs: usize) -> Result<f64> {
         let batch = self.pad(windows, &[]);
-        let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-        let hidden = cpu
-            .forward(&batch, Want::Hidden)?
-            .hidden
-            .unwrap_or_default();
-        let mut best = f64::INFINITY;
-        for _ in 0..runs.max(1) {
-            let t = std::time::Instant::now();
-            cpu.head(&batch, &hidden)?;
-            best = best.min(t.elapsed().as_secs_f64() * 1e3);
-        }
-        Ok(best)
+        self.cpu.call(|model, state| {
+            let hidden = (model.forward(state, &batch, Want::Hidden)?.hidden).unwrap_or_default();
+            let mut best = f64::INFINITY;
+            for _ in 0..runs.max(1) {
+                let t = std::time::Instant::now();
+                model.head(state, &batch, &hidden)?;
+                best = best.min(t.elapsed().as_secs_f64() * 1e3);
+            }
+            Ok(best)
+        })
     }
 
     /// The hidden state of one window on the CPU executor, whatever the backend: what `bench`
@@ -110,11 +106,10 @@ impl Engine {
     #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     pub fn cpu_hidden(&self, window: &Encoding) -> Result<Vec<f32>> {
         let batch = self.pad(std::slice::from_ref(window), &[]);
-        let mut cpu = self.cpu.lock().unwrap_or_else(|p| p.into_inner());
-        let mut hidden = cpu
-            .forward(&batch, Want::Hidden)?
-            .hidden
-            .unwrap_or_default();
+        let forward = self
+            .cpu
+            .call(|model, state| model.forward(state, &batch, Want::Hidden));
+        let mut hidden = forward?.hidden.unwrap_or_default();
         hidden.truncate(window.len() * self.config.hidden_size);
         Ok(hidden)
     }

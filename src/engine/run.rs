@@ -113,8 +113,9 @@ impl Engine {
         b
     }
 
-    // The guards below are held across `.await`: the engine serves one call at a time, which
-    // also keeps GPU submissions ordered. Its futures are therefore not `Send`.
+    // The GPU's guard below is held across `.await`: the GPU serves one call at a time, which
+    // also keeps its submissions ordered; the futures are therefore not `Send`. CPU calls each
+    // take a state of their own and run at once.
     #[allow(clippy::await_holding_lock)]
     async fn forward(&self, batch: &Batch, want: Want) -> Result<Output> {
         #[cfg(any(test, feature = "test-hooks"))]
@@ -142,9 +143,7 @@ impl Engine {
         }
         let out = self
             .cpu
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .forward(batch, want)?;
+            .call(|model, state| model.forward(state, batch, want))?;
         self.set_backend(format!("cpu-{}", self.kernel));
         Ok(out)
     }

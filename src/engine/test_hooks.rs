@@ -3,6 +3,8 @@
 use super::Engine;
 use crate::error::Result;
 use crate::gpu::GpuExecutor;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 impl Engine {
     /// Makes the next GPU call fail as if the device were lost (tests of the fallback).
@@ -69,5 +71,49 @@ impl Engine {
     pub fn panic_in_next_forward_for_test(&self) {
         self.panic_next
             .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Where CPU calls wait for each other (armed by [`Engine::meet_in_cpu_calls_for_test`]):
+/// each holds its state until `calls` calls hold theirs, so that a test sees them overlap
+/// without timing them.
+#[derive(Default)]
+pub(super) struct Meeting {
+    /// Calls to wait for, and calls arrived so far.
+    counts: Mutex<(usize, usize)>,
+    all_here: Condvar,
+}
+
+/// How long a call waits for the others before it gives up and runs alone (calls that
+/// cannot overlap then show as fewer states, not as a hung test).
+const MEETING_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Meeting {
+    pub(super) fn meet(&self) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if counts.1 >= counts.0 {
+            return;
+        }
+        counts.1 += 1;
+        self.all_here.notify_all();
+        let waiting = |c: &mut (usize, usize)| c.1 < c.0;
+        drop(
+            self.all_here
+                .wait_timeout_while(counts, MEETING_TIMEOUT, waiting),
+        );
+    }
+}
+
+impl Engine {
+    /// Makes the next `calls` CPU calls wait, each holding its state, until all of them have
+    /// started (or [`MEETING_TIMEOUT`] passed): calls from that many threads must then run at
+    /// once, on that many states.
+    pub fn meet_in_cpu_calls_for_test(&self, calls: usize) {
+        *self.cpu.meeting.counts.lock().unwrap() = (calls, 0);
+    }
+
+    /// CPU states this engine has made: the most calls that have run on the CPU at once.
+    pub fn cpu_states_made_for_test(&self) -> usize {
+        self.cpu.states_made()
     }
 }

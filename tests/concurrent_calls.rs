@@ -1,6 +1,6 @@
 //! Calls on one engine from several threads share its CPU model and each run in a state of
-//! their own: they overlap (the engine makes a state per call in flight) and every answer is
-//! bit for bit the answer of the same input run alone.
+//! their own: they overlap (the engine makes a state per call in flight, up to its thread
+//! count) and every answer is bit for bit the answer of the same input run alone.
 
 mod common;
 use common::*;
@@ -19,12 +19,15 @@ const TEXTS: [&str; 6] = [
     "Paris",
 ];
 
+/// CPU threads of the engine: the most states it makes.
 const THREADS: usize = 2;
+/// Threads calling it: one more, which waits for a state.
+const CALLERS: usize = THREADS + 1;
 const ROUNDS: usize = 4;
 
 fn load(dir: &Path, quantized: webert::exec::Quantized) -> Engine {
     let options = LoadOptions {
-        threads: Some(2),
+        threads: Some(THREADS),
         quantized,
         ..LoadOptions::cpu()
     };
@@ -50,7 +53,7 @@ fn calls_overlap_and_answer_as_alone(engine: &Engine) {
     );
     engine.meet_in_cpu_calls_for_test(THREADS);
     std::thread::scope(|s| {
-        for t in 0..THREADS {
+        for t in 0..CALLERS {
             let alone = &alone;
             s.spawn(move || {
                 for round in 0..ROUNDS {
@@ -67,7 +70,7 @@ fn calls_overlap_and_answer_as_alone(engine: &Engine) {
     assert_eq!(
         engine.cpu_states_made_for_test(),
         THREADS,
-        "the threads' first calls ran at once, on a state each"
+        "two calls ran at once, on a state each, and the third caller waited for one"
     );
 }
 

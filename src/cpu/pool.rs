@@ -81,6 +81,11 @@ pub fn threads() -> usize {
     WANTED.load(SeqCst).min(HELPERS.load(SeqCst) + 1)
 }
 
+/// Workers asked for (the calling thread included), started or not.
+pub fn wanted() -> usize {
+    WANTED.load(SeqCst)
+}
+
 /// Helpers that have started.
 pub fn helpers() -> usize {
     HELPERS.load(SeqCst)

@@ -435,6 +435,61 @@ pub fn info(engine: &Engine) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::tasks::registry::TASKS;
+
+    /// The fields a request takes, from serde's refusal of an unknown one.
+    fn fields<T: DeserializeOwned>() -> Vec<String> {
+        let Err(err) = parse::<T>("any", r#"{"?": 0}"#) else {
+            panic!("an unknown field was taken");
+        };
+        let err = err.to_string();
+        let expected = err
+            .split("expected")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{err}"));
+        (expected.split('`').skip(1).step_by(2))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn every_request_takes_its_inputs_and_the_options_of_the_task_table() {
+        const INPUTS: &[&str] = &[
+            "texts",
+            "inputs",
+            "question",
+            "context",
+            "candidate_labels",
+            "query",
+            "documents",
+        ];
+        for t in TASKS {
+            let taken = match t.call {
+                Call::Classify => fields::<ClassifyRequest>(),
+                Call::Tokens => fields::<NerRequest>(),
+                Call::Answer => fields::<QaRequest>(),
+                Call::Embed => fields::<EmbedRequest>(),
+                Call::Rank => fields::<RankRequest>(),
+                Call::FillMask => fields::<FillMaskRequest>(),
+                Call::Score => fields::<ScoreRequest>(),
+                Call::NextSentence => fields::<NextSentenceRequest>(),
+                Call::ZeroShot => fields::<ZeroShotRequest>(),
+            };
+            let mut options: Vec<&str> = (taken.iter().map(String::as_str))
+                .filter(|f| !INPUTS.contains(f))
+                .collect();
+            let mut table: Vec<&str> = t.options.iter().map(|o| o.name).collect();
+            options.sort();
+            table.sort();
+            assert_eq!(
+                options, table,
+                "{}: the request's options and TASKS'",
+                t.name
+            );
+        }
+    }
+
     #[test]
     fn utf16_indices_count_surrogate_pairs() {
         let map = super::utf16_indices("a😀e\u{301}b");

@@ -113,6 +113,8 @@ fn the_table_defaults_are_the_engines() {
         zero_shot.multi_label
     );
 
+    let top_k: usize = default_of("fill-mask", "top_k");
+    assert_eq!(top_k, webert::tasks::fill_mask::DEFAULT_TOP_K);
     assert_eq!(default_of::<Pooling>("rank", "pooling"), Pooling::default());
     assert_eq!(
         default_of::<Pooling>("feature-extraction", "pooling"),

@@ -15,6 +15,9 @@ pub struct Prediction {
     pub sequence: String,
 }
 
+/// How many predictions a mask gets when the caller does not say.
+pub const DEFAULT_TOP_K: usize = 5;
+
 /// One list of predictions per mask token in `text`, in text order.
 pub async fn fill_mask(
     engine: &Engine,

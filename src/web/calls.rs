@@ -6,7 +6,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::tasks::classify::{classify, ClassifyOptions, ScoreFn};
 use crate::tasks::embed::{self, EmbedOptions, Pooling};
-use crate::tasks::fill_mask::fill_mask;
+use crate::tasks::fill_mask::{fill_mask, DEFAULT_TOP_K};
 use crate::tasks::ner::{ner, Aggregation, NerOptions};
 use crate::tasks::next_sentence::next_sentence;
 use crate::tasks::patterns::{CustomPattern, Patterns};
@@ -138,9 +138,10 @@ struct ZeroShotRequest {
 }
 
 /// Pooling for `feature-extraction`: a pooled vector per text, or (`none`) every token's.
-#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Clone, Copy, PartialEq, Debug, Default)]
 #[serde(rename_all = "lowercase")]
 enum EmbedPooling {
+    #[default]
     Mean,
     Cls,
     Max,
@@ -312,7 +313,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
         Call::Embed => {
             let r: EmbedRequest = parse(task, json)?;
             let trunc = truncation(r.truncation);
-            let pooling = match r.pooling.unwrap_or(EmbedPooling::Mean) {
+            let pooling = match r.pooling.unwrap_or_default() {
                 EmbedPooling::Mean => Some(Pooling::Mean),
                 EmbedPooling::Cls => Some(Pooling::Cls),
                 EmbedPooling::Max => Some(Pooling::Max),
@@ -333,7 +334,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             };
             let opts = EmbedOptions {
                 pooling,
-                normalize: r.normalize.unwrap_or(false),
+                normalize: r.normalize.unwrap_or_default(),
                 truncation: trunc,
             };
             let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();
@@ -364,7 +365,13 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             let mut out = Vec::with_capacity(r.texts.len());
             for t in &r.texts {
                 out.push(
-                    fill_mask(engine, t, r.top_k.unwrap_or(5), truncation(r.truncation)).await?,
+                    fill_mask(
+                        engine,
+                        t,
+                        r.top_k.unwrap_or(DEFAULT_TOP_K),
+                        truncation(r.truncation),
+                    )
+                    .await?,
                 );
             }
             to_json(&out)
@@ -488,6 +495,19 @@ mod tests {
                 t.name
             );
         }
+    }
+
+    #[test]
+    fn feature_extraction_defaults_are_the_task_tables() {
+        let spec = crate::tasks::registry::find("feature-extraction").unwrap();
+        let default = |name| {
+            let option = spec.options.iter().find(|o| o.name == name).unwrap();
+            option.default.unwrap()
+        };
+        let pooling: EmbedPooling = serde_json::from_str(default("pooling")).unwrap();
+        assert_eq!(pooling, EmbedPooling::default());
+        let normalize: bool = serde_json::from_str(default("normalize")).unwrap();
+        assert_eq!(normalize, bool::default());
     }
 
     #[test]

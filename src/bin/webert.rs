@@ -137,4 +137,36 @@ mod cli {
             Cmd::Bench(a) => bench::run(a).await,
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::Cli;
+        use clap::CommandFactory;
+        use webert::tasks::registry::TASKS;
+
+        /// Subcommands that run no task of the table.
+        const NOT_TASKS: &[&str] = &["redact", "train-classifier", "import-onnx", "bench"];
+
+        #[test]
+        fn the_task_subcommands_are_the_tables() {
+            let cli = Cli::command();
+            // Also checks the defaults read from the table parse as their arguments' values.
+            cli.clone().debug_assert();
+            let subcommands: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+            for t in TASKS {
+                assert!(
+                    subcommands.contains(&t.cli),
+                    "{}: no subcommand {}",
+                    t.name,
+                    t.cli
+                );
+            }
+            for s in subcommands {
+                assert!(
+                    NOT_TASKS.contains(&s) || TASKS.iter().any(|t| t.cli == s),
+                    "subcommand {s} runs no task of src/tasks/registry.rs"
+                );
+            }
+        }
+    }
 }

@@ -1,9 +1,9 @@
 //! Sequence classification (`text-classification` pipeline): single texts and pairs.
 
+use super::registry::{self, Call};
 use super::{ranked, sigmoid, softmax, LabelScore};
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::model::HeadKind;
 
 /// HF's `function_to_apply`: `softmax`, `sigmoid` or `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -35,7 +35,7 @@ pub async fn classify(
     inputs: &[(&str, Option<&str>)],
     opts: ClassifyOptions,
 ) -> Result<Vec<Vec<LabelScore>>> {
-    let want = engine.want_head(HeadKind::SequenceClasses, "sequence-classification")?;
+    let want = registry::want_head(engine, Call::Classify)?;
     let mut windows = Vec::with_capacity(inputs.len());
     for (text, pair) in inputs {
         windows.push(engine.encode(text, *pair, opts.truncation)?);

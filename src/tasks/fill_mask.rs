@@ -1,10 +1,10 @@
 //! Fill-mask (`fill-mask` pipeline): the top-k tokens for each mask, with the sequence
 //! they complete. Only the mask rows go through the vocabulary decoder.
 
+use super::registry::{self, Call};
 use super::softmax;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::model::HeadKind;
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -15,6 +15,9 @@ pub struct Prediction {
     pub sequence: String,
 }
 
+/// How many predictions a mask gets when the caller does not say.
+pub const DEFAULT_TOP_K: usize = 5;
+
 /// One list of predictions per mask token in `text`, in text order.
 pub async fn fill_mask(
     engine: &Engine,
@@ -22,7 +25,7 @@ pub async fn fill_mask(
     top_k: usize,
     truncation: Option<usize>,
 ) -> Result<Vec<Vec<Prediction>>> {
-    let want = engine.want_head(HeadKind::MaskedLm, "masked-LM")?;
+    let want = registry::want_head(engine, Call::FillMask)?;
     let tok = &engine.tokenizer;
     let mask_id = tok
         .mask_id

@@ -1,10 +1,12 @@
 //! Tokenization-aware post-processing with the semantics of the Hugging Face pipelines.
 
+pub mod checksums;
 pub mod classify;
 pub mod embed;
 pub mod entity;
 pub mod fill_mask;
 pub mod head;
+pub mod identifiers;
 pub mod logistic;
 pub mod ner;
 pub mod next_sentence;

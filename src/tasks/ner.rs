@@ -4,10 +4,11 @@
 
 use super::entity::Entity;
 use super::patterns::{self, Patterns};
+use super::registry::{self, Call};
 use super::{argmax, softmax};
 use crate::engine::{Engine, WindowOutput};
 use crate::error::Result;
-use crate::model::{HeadKind, Windowing};
+use crate::model::Windowing;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -76,7 +77,7 @@ pub async fn ner_many(
     texts: &[&str],
     opts: &NerOptions,
 ) -> Result<Vec<Vec<Entity>>> {
-    let want = engine.want_head(HeadKind::TokenClasses, "token-classification")?;
+    let want = registry::want_head(engine, Call::Tokens)?;
     let max_len = opts
         .max_len
         .unwrap_or(engine.max_len())

@@ -2,10 +2,10 @@
 //! sentence A? A softmax over `cls.seq_relationship`'s two logits, index 0 being `IsNext` as
 //! in Hugging Face's `BertForNextSentencePrediction`.
 
+use super::registry::{self, Call};
 use super::{ranked, softmax, LabelScore};
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::model::HeadKind;
 
 pub const LABELS: [&str; 2] = ["IsNext", "NotNext"];
 
@@ -16,7 +16,7 @@ pub async fn next_sentence(
     pairs: &[(&str, &str)],
     truncation: Option<usize>,
 ) -> Result<Vec<Vec<LabelScore>>> {
-    let want = engine.want_head(HeadKind::NextSentence, "next-sentence-prediction")?;
+    let want = registry::want_head(engine, Call::NextSentence)?;
     let windows = (pairs.iter())
         .map(|(a, b)| engine.encode(a, Some(b), truncation))
         .collect::<Result<Vec<_>>>()?;

@@ -3,10 +3,11 @@
 //! candidates, spans are searched in O(L × max_answer_len), answers are aligned to words,
 //! and equal answers found in several windows add up their scores.
 
+use super::registry::{self, Call};
 use super::softmax;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::model::{HeadKind, Windowing};
+use crate::model::Windowing;
 use serde::Serialize;
 
 #[derive(Debug, Clone)]
@@ -51,7 +52,7 @@ pub async fn answer(
     context: &str,
     opts: &QaOptions,
 ) -> Result<Vec<Answer>> {
-    let want = engine.want_head(HeadKind::Span, "question-answering")?;
+    let want = registry::want_head(engine, Call::Answer)?;
     if opts.top_k == 0 || opts.max_answer_len == 0 {
         return Err(Error::Input(
             "top_k and max_answer_len must be at least 1".into(),

@@ -2,6 +2,8 @@
 //! it, `info` lists a model's tasks from it, and the package's `tasks.js` is written from it
 //! (`tests/task_table.rs`).
 
+use crate::engine::{Engine, Want};
+use crate::error::Result;
 use crate::model::{Architecture, HeadKind};
 
 /// What a call runs: `web/calls.rs` matches on it, so a task added here without its handler
@@ -20,8 +22,8 @@ pub enum Call {
     ZeroShot,
 }
 
-/// A task by its Hugging Face pipeline name, the other names it goes by, and the head it needs
-/// (`None`: any encoder).
+/// A task by its Hugging Face pipeline name, the other names it goes by, the head it needs
+/// (`None`: any encoder), the options its call takes and the CLI subcommand that runs it.
 pub struct TaskSpec {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
@@ -29,57 +31,179 @@ pub struct TaskSpec {
     pub call: Call,
     /// Whether `pipeline(name)` makes it; otherwise it is a call on another task's pipeline.
     pub pipeline: bool,
+    /// The options of a call besides its inputs (texts, question, labels, …).
+    pub options: &'static [TaskOption],
+    /// The `webert` subcommand that runs it (`rank`: `embed --query`; zero-shot: `classify
+    /// --labels`).
+    pub cli: &'static str,
 }
 
-const fn task(name: &'static str, head: Option<HeadKind>, call: Call) -> TaskSpec {
+/// An option of a task's call, with the default the engine gives it when it is left out (JSON
+/// text), where the engine has one.
+pub struct TaskOption {
+    pub name: &'static str,
+    pub default: Option<&'static str>,
+}
+
+const fn opt(name: &'static str) -> TaskOption {
+    TaskOption {
+        name,
+        default: None,
+    }
+}
+
+const fn or(name: &'static str, default: &'static str) -> TaskOption {
+    TaskOption {
+        name,
+        default: Some(default),
+    }
+}
+
+const fn task(
+    name: &'static str,
+    head: Option<HeadKind>,
+    call: Call,
+    cli: &'static str,
+) -> TaskSpec {
     TaskSpec {
         name,
         aliases: &[],
         head,
         call,
         pipeline: true,
+        options: &[],
+        cli,
     }
 }
 
 pub const TASKS: &[TaskSpec] = &[
     TaskSpec {
         aliases: &["embeddings"],
-        ..task("feature-extraction", None, Call::Embed)
+        options: &[
+            or("pooling", r#""mean""#),
+            or("normalize", "false"),
+            opt("truncation"),
+        ],
+        ..task("feature-extraction", None, Call::Embed, "embed")
     },
-    task("zero-shot-classification", None, Call::ZeroShot),
+    TaskSpec {
+        options: &[
+            or("hypothesis_template", r#""This example is {}.""#),
+            or("multi_label", "false"),
+            opt("truncation"),
+        ],
+        ..task("zero-shot-classification", None, Call::ZeroShot, "classify")
+    },
     TaskSpec {
         aliases: &["sentiment-analysis"],
+        // `top_k` left out: every label.
+        options: &[opt("top_k"), opt("function_to_apply"), opt("truncation")],
         ..task(
             "text-classification",
             Some(HeadKind::SequenceClasses),
             Call::Classify,
+            "classify",
         )
     },
     TaskSpec {
         aliases: &["ner"],
+        options: &[
+            or("aggregation_strategy", r#""none""#),
+            or("stride", "16"),
+            opt("max_length"),
+            or("ignore_labels", r#"["O"]"#),
+            opt("patterns"),
+            opt("custom_patterns"),
+        ],
         ..task(
             "token-classification",
             Some(HeadKind::TokenClasses),
             Call::Tokens,
+            "ner",
         )
     },
-    task("question-answering", Some(HeadKind::Span), Call::Answer),
-    task("fill-mask", Some(HeadKind::MaskedLm), Call::FillMask),
-    task("text-scoring", Some(HeadKind::MaskedLm), Call::Score),
-    task(
-        "next-sentence-prediction",
-        Some(HeadKind::NextSentence),
-        Call::NextSentence,
-    ),
+    TaskSpec {
+        options: &[
+            or("top_k", "1"),
+            opt("max_seq_len"),
+            opt("doc_stride"),
+            or("max_question_len", "64"),
+            or("max_answer_len", "15"),
+            or("handle_impossible_answer", "false"),
+            or("align_to_words", "true"),
+        ],
+        ..task(
+            "question-answering",
+            Some(HeadKind::Span),
+            Call::Answer,
+            "qa",
+        )
+    },
+    TaskSpec {
+        options: &[or("top_k", "5"), opt("truncation")],
+        ..task(
+            "fill-mask",
+            Some(HeadKind::MaskedLm),
+            Call::FillMask,
+            "fill-mask",
+        )
+    },
+    TaskSpec {
+        options: &[opt("max_length")],
+        ..task(
+            "text-scoring",
+            Some(HeadKind::MaskedLm),
+            Call::Score,
+            "score",
+        )
+    },
+    TaskSpec {
+        options: &[opt("truncation")],
+        ..task(
+            "next-sentence-prediction",
+            Some(HeadKind::NextSentence),
+            Call::NextSentence,
+            "next-sentence",
+        )
+    },
     TaskSpec {
         pipeline: false,
-        ..task("rank", None, Call::Rank)
+        options: &[or("pooling", r#""mean""#), opt("truncation")],
+        ..task("rank", None, Call::Rank, "embed")
     },
 ];
 
 /// The task of a name or alias.
 pub fn find(name: &str) -> Option<&'static TaskSpec> {
     (TASKS.iter()).find(|t| t.name == name || t.aliases.contains(&name))
+}
+
+/// The default of a task's option as a command-line value (a JSON string without its quotes).
+/// Panics where the table gives that option no default: the caller names a row that is there.
+pub fn default_arg(task: &str, option: &str) -> &'static str {
+    let spec = find(task).unwrap_or_else(|| panic!("no task {task} in TASKS"));
+    let default = (spec.options.iter().find(|o| o.name == option))
+        .and_then(|o| o.default)
+        .unwrap_or_else(|| panic!("{task} has no default for {option} in TASKS"));
+    default
+        .strip_prefix('"')
+        .and_then(|d| d.strip_suffix('"'))
+        .unwrap_or(default)
+}
+
+/// What `engine` runs for `call`: the output of the head the table gives it (an error naming
+/// that head when the model lacks it). Every task asks for its head here, so the table is the
+/// one place a task's head is stated.
+pub fn want_head(engine: &Engine, call: Call) -> Result<Want> {
+    let spec = (TASKS.iter().find(|t| t.call == call)).expect("every call has a row in TASKS");
+    let head =
+        (spec.head).unwrap_or_else(|| panic!("{} runs on any encoder: it has no head", spec.name));
+    // The error's words: "the model has no masked-LM head".
+    let words = match head {
+        HeadKind::MaskedLm => "masked-LM",
+        other => head_name(other),
+    };
+    engine.want_head(head, words)
 }
 
 /// The head's name in the package's task table (`tasks.js`).

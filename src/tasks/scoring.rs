@@ -8,9 +8,9 @@
 //! centred on it (clamped at the text's ends): every masked copy is its own sequence anyway,
 //! so each token gets as much context on both sides as the model takes, at no extra cost.
 
+use super::registry::{self, Call};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::model::HeadKind;
 use serde::Serialize;
 use tokenizers::Encoding;
 
@@ -51,7 +51,7 @@ struct Masked {
 
 /// The pseudo-log-likelihood of each text, with every scored token's log-probability.
 pub async fn score(engine: &Engine, texts: &[&str], opts: ScoreOptions) -> Result<Vec<Scored>> {
-    let want = engine.want_head(HeadKind::MaskedLm, "masked-LM")?;
+    let want = registry::want_head(engine, Call::Score)?;
     let tok = &engine.tokenizer;
     let mask_id = tok
         .mask_id

@@ -6,7 +6,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::tasks::classify::{classify, ClassifyOptions, ScoreFn};
 use crate::tasks::embed::{self, EmbedOptions, Pooling};
-use crate::tasks::fill_mask::fill_mask;
+use crate::tasks::fill_mask::{fill_mask, DEFAULT_TOP_K};
 use crate::tasks::ner::{ner, Aggregation, NerOptions};
 use crate::tasks::next_sentence::next_sentence;
 use crate::tasks::patterns::{CustomPattern, Patterns};
@@ -138,9 +138,10 @@ struct ZeroShotRequest {
 }
 
 /// Pooling for `feature-extraction`: a pooled vector per text, or (`none`) every token's.
-#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Clone, Copy, PartialEq, Debug, Default)]
 #[serde(rename_all = "lowercase")]
 enum EmbedPooling {
+    #[default]
     Mean,
     Cls,
     Max,
@@ -312,7 +313,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
         Call::Embed => {
             let r: EmbedRequest = parse(task, json)?;
             let trunc = truncation(r.truncation);
-            let pooling = match r.pooling.unwrap_or(EmbedPooling::Mean) {
+            let pooling = match r.pooling.unwrap_or_default() {
                 EmbedPooling::Mean => Some(Pooling::Mean),
                 EmbedPooling::Cls => Some(Pooling::Cls),
                 EmbedPooling::Max => Some(Pooling::Max),
@@ -333,7 +334,7 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             };
             let opts = EmbedOptions {
                 pooling,
-                normalize: r.normalize.unwrap_or(false),
+                normalize: r.normalize.unwrap_or_default(),
                 truncation: trunc,
             };
             let texts: Vec<&str> = r.texts.iter().map(String::as_str).collect();
@@ -364,7 +365,13 @@ pub async fn call(engine: &Engine, task: &str, json: &str) -> Result<String> {
             let mut out = Vec::with_capacity(r.texts.len());
             for t in &r.texts {
                 out.push(
-                    fill_mask(engine, t, r.top_k.unwrap_or(5), truncation(r.truncation)).await?,
+                    fill_mask(
+                        engine,
+                        t,
+                        r.top_k.unwrap_or(DEFAULT_TOP_K),
+                        truncation(r.truncation),
+                    )
+                    .await?,
                 );
             }
             to_json(&out)
@@ -435,6 +442,74 @@ pub fn info(engine: &Engine) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::tasks::registry::TASKS;
+
+    /// The fields a request takes, from serde's refusal of an unknown one.
+    fn fields<T: DeserializeOwned>() -> Vec<String> {
+        let Err(err) = parse::<T>("any", r#"{"?": 0}"#) else {
+            panic!("an unknown field was taken");
+        };
+        let err = err.to_string();
+        let expected = err
+            .split("expected")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{err}"));
+        (expected.split('`').skip(1).step_by(2))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn every_request_takes_its_inputs_and_the_options_of_the_task_table() {
+        const INPUTS: &[&str] = &[
+            "texts",
+            "inputs",
+            "question",
+            "context",
+            "candidate_labels",
+            "query",
+            "documents",
+        ];
+        for t in TASKS {
+            let taken = match t.call {
+                Call::Classify => fields::<ClassifyRequest>(),
+                Call::Tokens => fields::<NerRequest>(),
+                Call::Answer => fields::<QaRequest>(),
+                Call::Embed => fields::<EmbedRequest>(),
+                Call::Rank => fields::<RankRequest>(),
+                Call::FillMask => fields::<FillMaskRequest>(),
+                Call::Score => fields::<ScoreRequest>(),
+                Call::NextSentence => fields::<NextSentenceRequest>(),
+                Call::ZeroShot => fields::<ZeroShotRequest>(),
+            };
+            let mut options: Vec<&str> = (taken.iter().map(String::as_str))
+                .filter(|f| !INPUTS.contains(f))
+                .collect();
+            let mut table: Vec<&str> = t.options.iter().map(|o| o.name).collect();
+            options.sort();
+            table.sort();
+            assert_eq!(
+                options, table,
+                "{}: the request's options and TASKS'",
+                t.name
+            );
+        }
+    }
+
+    #[test]
+    fn feature_extraction_defaults_are_the_task_tables() {
+        let spec = crate::tasks::registry::find("feature-extraction").unwrap();
+        let default = |name| {
+            let option = spec.options.iter().find(|o| o.name == name).unwrap();
+            option.default.unwrap()
+        };
+        let pooling: EmbedPooling = serde_json::from_str(default("pooling")).unwrap();
+        assert_eq!(pooling, EmbedPooling::default());
+        let normalize: bool = serde_json::from_str(default("normalize")).unwrap();
+        assert_eq!(normalize, bool::default());
+    }
+
     #[test]
     fn utf16_indices_count_surrogate_pairs() {
         let map = super::utf16_indices("a😀e\u{301}b");

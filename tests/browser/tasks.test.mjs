@@ -33,3 +33,25 @@ test('the package makes a pipeline of every task of the table and refuses other 
     return /unknown task "summarization"/.test(e.message);
   });
 });
+
+test('the .d.ts declares every option of each task the table lists', () => {
+  const dts = readFileSync(join(SRC, 'webert.d.ts'), 'utf8');
+  const INTERFACES = {
+    'feature-extraction': 'FeatureExtractionOptions',
+    'zero-shot-classification': 'ZeroShotOptions',
+    'text-classification': 'TextClassificationOptions',
+    'token-classification': 'TokenClassificationOptions',
+    'question-answering': 'QuestionAnsweringOptions',
+    'fill-mask': 'FillMaskOptions',
+    'text-scoring': 'TextScoringOptions',
+    'next-sentence-prediction': 'NextSentenceOptions',
+  };
+  assert.deepEqual(Object.keys(INTERFACES).sort(), Object.keys(TASKS).sort());
+  for (const [task, name] of Object.entries(INTERFACES)) {
+    const body = dts.match(new RegExp(`export interface ${name}\\b[^{]*\\{([\\s\\S]*?)\\n\\}`));
+    assert.ok(body, `${name} not found in webert.d.ts`);
+    const declared = [...body[1].matchAll(/^\s*(\w+)\??:/gm)].map((m) => m[1]);
+    for (const option of TASKS[task].options) assert.ok(declared.includes(option), `${name} lacks ${task}'s option ${option}`);
+    for (const option of Object.keys(TASKS[task].defaults)) assert.ok(TASKS[task].options.includes(option));
+  }
+});

@@ -1,7 +1,7 @@
 // The hosts of this context's pipelines: a URL model is loaded once for all pipelines with equal
 // options, and its host ends with the last of them.
 
-import { withScheme } from './files.js';
+import { withScheme } from './urls.js';
 import { isNode } from './platform.js';
 import { LocalHost, WorkerHost } from './host.js';
 import { holdModelCache, missingEntries } from './cache.js';

@@ -486,6 +486,8 @@ export interface ZeroShotOptions extends CallControl {
   hypothesis_template?: string;
   /** Labels judged independently (several may hold) instead of one distribution over them. */
   multi_label?: boolean;
+  /** `true` cuts each text at the model's limit, a number at that many tokens (only the text, not the label's hypothesis). */
+  truncation?: Truncation;
 }
 /**
  * Labels best first, with `method` (`ModelInfo.zero_shot`) saying how they were scored:

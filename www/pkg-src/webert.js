@@ -100,7 +100,7 @@ const RUNNERS = {
     if (batched && !objects && Array.isArray(context) && context.length !== question.length) {
       throw new TypeError(`${question.length} questions and ${context.length} contexts: give one context, or one per question`);
     }
-    const top1 = (o.top_k ?? 1) === 1;
+    const top1 = (o.top_k ?? TASKS['question-answering'].defaults.top_k) === 1;
     const results = [];
     let last;
     for (const [q, c] of pairs) {

@@ -9,6 +9,7 @@ use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
 use webert::tasks::classify::{self, ScoreFn};
+use webert::tasks::registry;
 use webert::tasks::zero_shot;
 use webert::Result;
 
@@ -28,7 +29,7 @@ pub struct ClassifyArgs {
     /// classifier, by embedding similarity on any other encoder)
     #[arg(long)]
     labels: Option<String>,
-    #[arg(long, alias = "template", default_value = "This example is {}.")]
+    #[arg(long, alias = "template", default_value = registry::default_arg("zero-shot-classification", "hypothesis_template"))]
     hypothesis_template: String,
     #[arg(long)]
     multi_label: bool,

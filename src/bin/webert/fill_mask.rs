@@ -6,13 +6,14 @@ use super::load::load;
 use super::output::print;
 use clap::Args;
 use webert::tasks::fill_mask;
+use webert::tasks::registry;
 use webert::Result;
 
 #[derive(Args)]
 pub struct FillMaskArgs {
     #[command(flatten)]
     c: Common,
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value = registry::default_arg("fill-mask", "top_k"))]
     top_k: usize,
 }
 

@@ -6,16 +6,17 @@ use super::load::load;
 use super::output::{print, report};
 use clap::Args;
 use webert::tasks::ner::{self, Aggregation};
+use webert::tasks::registry;
 use webert::Result;
 
 #[derive(Args)]
 pub struct NerArgs {
     #[command(flatten)]
     c: Common,
-    #[arg(long, value_enum, default_value = "none")]
+    #[arg(long, value_enum, default_value = registry::default_arg("token-classification", "aggregation_strategy"))]
     aggregation: Aggregation,
     /// Tokens shared by consecutive windows of long texts
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value = registry::default_arg("token-classification", "stride"))]
     stride: usize,
     /// Window length in tokens (default: the model's maximum)
     #[arg(long)]

@@ -6,6 +6,7 @@ use super::load::load;
 use super::output::print;
 use clap::Args;
 use webert::tasks::qa;
+use webert::tasks::registry;
 use webert::Result;
 
 #[derive(Args)]
@@ -16,15 +17,15 @@ pub struct QaArgs {
     question: String,
     #[arg(long)]
     context: Option<String>,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value = registry::default_arg("question-answering", "top_k"))]
     top_k: usize,
     #[arg(long)]
     max_seq_len: Option<usize>,
     #[arg(long)]
     doc_stride: Option<usize>,
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value = registry::default_arg("question-answering", "max_question_len"))]
     max_question_len: usize,
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value = registry::default_arg("question-answering", "max_answer_len"))]
     max_answer_len: usize,
     #[arg(long)]
     handle_impossible_answer: bool,

@@ -34,7 +34,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("cpu/mod.rs", 554),
     ("model/config.rs", 880),
     ("model/onnx/mod.rs", 563),
-    ("model/onnx/structure/prenorm.rs", 666),
     ("model/onnx/tensor.rs", 517),
     ("tasks/patterns.rs", 516),
 ];

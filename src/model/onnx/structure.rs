@@ -43,6 +43,7 @@ mod head;
 mod layer;
 mod prenorm;
 mod rotary_layer;
+mod rotation;
 mod search;
 mod sites;
 mod transform_head;

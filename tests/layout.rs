@@ -30,12 +30,7 @@ const MAX_LINES: usize = 500;
 
 /// Files longer than that today, with the length they may not exceed; split them and lower or
 /// drop their line here.
-const LONG_FILES: &[(&str, usize)] = &[
-    ("cpu/mod.rs", 554),
-    ("model/onnx/mod.rs", 563),
-    ("model/onnx/tensor.rs", 517),
-    ("tasks/patterns.rs", 516),
-];
+const LONG_FILES: &[(&str, usize)] = &[("cpu/mod.rs", 554), ("tasks/patterns.rs", 516)];
 
 type Module = Vec<String>;
 

@@ -7,7 +7,7 @@
 //! LayerNorm. What follows the last layer is the task head (token classifier / QA
 //! outputs on every token, masked-LM transform + decoder, or a pooled first-token head).
 //!
-//! What a family does differently comes from its table entry (`family.rs`): which lookups the
+//! What a family does differently comes from its table entry (`family/`): which lookups the
 //! embedding sum has (no position table: Jina; no token types: MPNet, DistilBERT), the
 //! projection after the embeddings (ELECTRA, ALBERT), the terms added to the attention scores
 //! besides the mask (MPNet's relative bias, a lookup of one `[buckets, heads]` table; Jina's

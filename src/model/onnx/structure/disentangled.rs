@@ -4,6 +4,38 @@
 
 use super::*;
 
+/// Ops between DeBERTa's position products and the scores they are added to (the gathered
+/// relative scores, transposed for p2c, scaled, summed).
+const TO_SCORES: &[&str] = &[
+    "GatherElements",
+    "Transpose",
+    "Reshape",
+    "Div",
+    "Mul",
+    "Add",
+    "Cast",
+    "Squeeze",
+    "Unsqueeze",
+];
+
+/// Ops between DeBERTa's relative embeddings (or their projection) and the position
+/// products: slicing to the span, batching over heads, the projection's bias.
+const FROM_RELATIVE: &[&str] = &[
+    "Slice",
+    "Unsqueeze",
+    "Squeeze",
+    "Reshape",
+    "Transpose",
+    "Expand",
+    "Tile",
+    "Cast",
+    "Identity",
+    "Add",
+    "Mul",
+    "Div",
+    "DynamicQuantizeLinear",
+];
+
 impl<'a> Walker<'a, '_> {
     /// DeBERTa: where a projection's output enters the attention products, following every
     /// branch (Q also enters c2p, K also enters p2c). The entry into the scores product (or
@@ -147,7 +179,7 @@ impl<'a> Walker<'a, '_> {
 
     /// Back from an addend of the scores to the position products it adds (into `reached`):
     /// through gathers, transposes and scaling only; a product must be gathered.
-    pub(super) fn relative_terms(
+    fn relative_terms(
         &self,
         t: &str,
         scores: &'a NodeProto,
@@ -210,7 +242,7 @@ impl<'a> Walker<'a, '_> {
 
     /// The index of a c2p / p2c gather: relative distances computed from the sequence length
     /// (a `Range` over a `Shape`), reading no weight and no input values.
-    pub(super) fn relative_index(&self, gather: &'a NodeProto) -> Result<(), OnnxError> {
+    fn relative_index(&self, gather: &'a NodeProto) -> Result<(), OnnxError> {
         let mut stack = vec![input(gather, 1).to_string()];
         let mut seen = HashSet::new();
         let mut range = false;
@@ -258,7 +290,7 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// The one linear layer that projects the relative embeddings into a c2p / p2c product.
-    pub(super) fn relative_projection(
+    fn relative_projection(
         &self,
         t: &str,
         product: &'a NodeProto,
@@ -307,7 +339,7 @@ impl<'a> Walker<'a, '_> {
 
     /// The relative-embedding table behind a c2p / p2c projection, and its LayerNorm when it
     /// has one (`norm_rel_ebd`), named once.
-    pub(super) fn relative_table(
+    fn relative_table(
         &mut self,
         proj: &Linear<'a>,
         embeddings: &str,
@@ -374,35 +406,3 @@ impl<'a> Walker<'a, '_> {
         Ok(())
     }
 }
-
-/// Ops between DeBERTa's position products and the scores they are added to (the gathered
-/// relative scores, transposed for p2c, scaled, summed).
-pub(super) const TO_SCORES: &[&str] = &[
-    "GatherElements",
-    "Transpose",
-    "Reshape",
-    "Div",
-    "Mul",
-    "Add",
-    "Cast",
-    "Squeeze",
-    "Unsqueeze",
-];
-
-/// Ops between DeBERTa's relative embeddings (or their projection) and the position
-/// products: slicing to the span, batching over heads, the projection's bias.
-pub(super) const FROM_RELATIVE: &[&str] = &[
-    "Slice",
-    "Unsqueeze",
-    "Squeeze",
-    "Reshape",
-    "Transpose",
-    "Expand",
-    "Tile",
-    "Cast",
-    "Identity",
-    "Add",
-    "Mul",
-    "Div",
-    "DynamicQuantizeLinear",
-];

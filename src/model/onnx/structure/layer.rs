@@ -4,10 +4,13 @@
 
 use super::*;
 
+/// Ops between the scores product and the Softmax (scaling, mask).
+const TO_SOFTMAX: &[&str] = &["Mul", "Div", "Add", "Sub", "Where", "Cast", "Reshape"];
+
 impl<'a> Walker<'a, '_> {
     /// Where a projection's output enters the attention products: the product node and
     /// which of its inputs.
-    pub(super) fn attention_entry(&self, t: &str) -> Option<(&'a NodeProto, usize)> {
+    fn attention_entry(&self, t: &str) -> Option<(&'a NodeProto, usize)> {
         let mut t = t.to_string();
         for _ in 0..12 {
             let u = self.only_user(&t)?;
@@ -252,6 +255,3 @@ impl<'a> Walker<'a, '_> {
         Ok(())
     }
 }
-
-/// Ops between the scores product and the Softmax (scaling, mask).
-pub(super) const TO_SOFTMAX: &[&str] = &["Mul", "Div", "Add", "Sub", "Where", "Cast", "Reshape"];

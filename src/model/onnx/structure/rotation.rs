@@ -71,7 +71,7 @@ impl<'a> Walker<'a, '_> {
     /// The `Cos` or `Sin` node that `t` is computed from (through broadcasting, casts and
     /// constant scales), with the scale it is multiplied by; or the half of a sinusoidal
     /// table (`[positions, d]`: sines then cosines, RoFormer's) gathered at the positions.
-    pub(super) fn trig_behind(&self, t: &str) -> Option<Trig<'a>> {
+    fn trig_behind(&self, t: &str) -> Option<Trig<'a>> {
         let mut t = t.to_string();
         let mut scale = 1.0f32;
         for _ in 0..12 {
@@ -126,7 +126,7 @@ impl<'a> Walker<'a, '_> {
 
     /// The `Gather` of a constant 2-D table at positions `0..L` (a `Range` from 0 by 1) that
     /// `t` is, through reshapes (and a dequantization after the lookup).
-    pub(super) fn table_gather(&self, t: &str) -> Option<&'a NodeProto> {
+    fn table_gather(&self, t: &str) -> Option<&'a NodeProto> {
         let mut t = t.to_string();
         for _ in 0..4 {
             let p = *self.imp.producer.get(t.as_str())?;
@@ -148,7 +148,7 @@ impl<'a> Walker<'a, '_> {
         None
     }
 
-    pub(super) fn is_scalar_const(&self, t: &str) -> bool {
+    fn is_scalar_const(&self, t: &str) -> bool {
         self.imp.is_const(t, 0)
             && self
                 .imp
@@ -161,7 +161,7 @@ impl<'a> Walker<'a, '_> {
     /// The angle per position of each rotated pair: the one float vector the angles of a
     /// `Cos` / `Sin` are computed from (positions times it, the product repeated for the
     /// two halves).
-    pub(super) fn rotary_frequencies(&self, trig: &'a NodeProto) -> Result<Vec<f32>, OnnxError> {
+    fn rotary_frequencies(&self, trig: &'a NodeProto) -> Result<Vec<f32>, OnnxError> {
         let mut vectors: Vec<Vec<f32>> = Vec::new();
         for f in self.ancestry(input(trig, 0)).floats {
             if let Some(v) = self.imp.resolve(&f, 0)? {
@@ -185,7 +185,7 @@ impl<'a> Walker<'a, '_> {
 
     /// The sinusoidal table `gather` reads (behind its dequantization), to be checked
     /// against the config's angles.
-    pub(super) fn sinusoid_table(&self, gather: &'a NodeProto) -> Result<SinusoidTable, OnnxError> {
+    fn sinusoid_table(&self, gather: &'a NodeProto) -> Result<SinusoidTable, OnnxError> {
         let (table, _) = (self.imp.embedding(gather)?)
             .ok_or_else(|| node_err(gather, "the rotary table is not a constant"))?;
         let width = table.shape[1];

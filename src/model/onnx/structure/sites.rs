@@ -7,7 +7,7 @@ use super::*;
 impl<'a> Walker<'a, '_> {
     /// A linear node's site with its bias attached: an inline bias, or an `Add` of a
     /// constant of the output width as the product's only user.
-    pub(super) fn site(&self, node: &'a NodeProto) -> Result<Option<Linear<'a>>, OnnxError> {
+    fn site(&self, node: &'a NodeProto) -> Result<Option<Linear<'a>>, OnnxError> {
         self.site_of(node, false)
     }
 

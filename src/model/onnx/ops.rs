@@ -57,7 +57,7 @@ impl<'a> Importer<'a> {
                 Some(w)
                     if w.shape.len() == 2 && (const_input || !self.is_const(input(node, 0), 0)) =>
                 {
-                    Some(site(transposed(w), None, output(node)))
+                    Some(site(transposed(w)?, None, output(node)))
                 }
                 _ => None,
             },
@@ -92,7 +92,7 @@ impl<'a> Importer<'a> {
         let w = if attr_i(node, "transB") == Some(1) {
             w
         } else {
-            transposed(w)
+            transposed(w)?
         };
         let out_features = w.shape[0];
         let mut bias = None;
@@ -233,7 +233,7 @@ impl<'a> Importer<'a> {
             0,
         )
         .map_err(|r| node_err(node, r))?;
-        let mut w = transposed(Value::new(b_name, shape, data));
+        let mut w = transposed(Value::new(b_name, shape, data))?;
         w.quant = self.channel_codes(node, &q, &scale.data, zp.as_deref());
         let bias = if fused {
             self.resolve(input(node, 6), 0)?
@@ -335,27 +335,28 @@ impl<'a> Importer<'a> {
 }
 
 /// ONNX's `[in, out]` to PyTorch's `[out, in]`.
-fn transposed(mut w: Value) -> Value {
+fn transposed(mut w: Value) -> Result<Value, OnnxError> {
     if let &[rows, cols] = w.shape.as_slice() {
-        w.data = transpose2(&w.data, rows, cols);
+        w.data = transpose2(&w.origin, &w.data, rows, cols)?;
         w.shape = vec![cols, rows];
         w.quant = None; // blocks run along the other axis now
     }
-    w
+    Ok(w)
 }
 
-/// A `[rows, cols]` f32 array as `[cols, rows]`.
-pub(super) fn transpose2(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    if data.len() == rows * cols {
-        return crate::model::weights::transpose(data, rows, cols);
+/// A `[rows, cols]` f32 array as `[cols, rows]`; data whose length disagrees with the shape
+/// is refused.
+pub(super) fn transpose2(
+    name: &str,
+    data: &[f32],
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<f32>, OnnxError> {
+    if Some(data.len()) != rows.checked_mul(cols) {
+        return Err(tensor_err(name)(format!(
+            "{} values cannot be transposed as a [{rows}, {cols}] matrix",
+            data.len()
+        )));
     }
-    let mut out = vec![0.0; data.len()];
-    for (r, row) in data.chunks_exact(cols.max(1)).enumerate().take(rows) {
-        for (c, &v) in row.iter().enumerate() {
-            if let Some(o) = out.get_mut(c * rows + r) {
-                *o = v;
-            }
-        }
-    }
-    out
+    Ok(crate::model::weights::transpose(data, rows, cols))
 }

@@ -48,7 +48,7 @@ impl<'a> Importer<'a> {
                 };
                 match (v.shape.as_slice(), perm) {
                     (&[rows, cols], None | Some([1, 0])) => {
-                        v.data = ops::transpose2(&v.data, rows, cols);
+                        v.data = ops::transpose2(&v.origin, &v.data, rows, cols)?;
                         v.shape = vec![cols, rows];
                         v.quant = None;
                         Ok(Some(v))

@@ -1624,3 +1624,15 @@ fn a_shared_weight_met_again_quantized_keeps_the_f32_one() {
     };
     assert_eq!(same_weight(&plain_first, &far), Same::Differ);
 }
+
+#[test]
+fn a_transpose_of_data_that_disagrees_with_its_shape_is_refused() {
+    let err = ops::transpose2("w", &[1.0; 5], 2, 3).unwrap_err();
+    assert!(
+        matches!(&err, OnnxError::Tensor { tensor, .. } if tensor == "w"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("5 values"), "{err}");
+    let t = ops::transpose2("w", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3).unwrap();
+    assert_eq!(t, [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+}

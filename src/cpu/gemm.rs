@@ -167,7 +167,9 @@ pub unsafe fn gemm_shared(
     // Few rows (a page's short calls): all of packed A stays in L2, so each panel of B is read
     // once, whole and in memory order, every strip passing over each of its blocks while the
     // block is in L1. More rows: a block of A stays cached while the panels pass over it.
-    let panel_outer = strips * mr * k * 4 <= A_IN_L2_BYTES;
+    // WebAssembly keeps the second order until the first is measured there (its prefetch is a
+    // load, which the first order issues further ahead).
+    let panel_outer = !cfg!(target_arch = "wasm32") && strips * mr * k * 4 <= A_IN_L2_BYTES;
     let pieces = pool::pieces(panels);
     pool::run(pieces, &|piece, _| {
         let span = piece * panels / pieces..(piece + 1) * panels / pieces;

@@ -180,3 +180,35 @@ fn zero_shot_by_similarity_refuses_a_long_text_unless_asked_to_cut() {
         2
     );
 }
+
+/// The roofline of CPU forwards: its fractions are its own figures' ratios, its floor the
+/// longer of streaming the weights at the measured bandwidth and the encoder's multiply-adds
+/// at the measured peak.
+#[test]
+fn the_roofline_is_the_longer_of_its_two_bounds() {
+    let e = engine(&model_dir("minilm"));
+    let window = e
+        .tokenizer
+        .encode("how near the limits does it run", None)
+        .unwrap();
+    let r = block_on(e.time_cpu_roofline(&window, 3, 16 << 20))
+        .unwrap()
+        .expect("a CPU engine");
+    assert_eq!(r.tokens, window.len());
+    assert_eq!(r.weight_bytes, e.cpu_weight_bytes());
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    assert!(close(
+        r.weight_gb_per_s,
+        r.weight_bytes as f64 / (r.forward_ms * 1e6)
+    ));
+    assert!(close(
+        r.of_read_bandwidth,
+        r.weight_gb_per_s / r.read_gb_per_s
+    ));
+    let peak = r.peak_gmac_per_s.expect("an f32 tile's peak");
+    let stream_ms = r.weight_bytes as f64 / (r.read_gb_per_s * 1e6);
+    let compute_ms = e.encoder_flops(1, r.tokens) / 2.0 / (peak * 1e6);
+    let floor = r.floor_ms.unwrap();
+    assert!(close(floor, stream_ms.max(compute_ms)), "{r:?}");
+    assert!(close(r.of_floor.unwrap(), floor / r.forward_ms));
+}

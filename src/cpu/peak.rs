@@ -9,8 +9,9 @@ use super::tile::{ChannelTerms, Kernel, QKernel, QTile};
 /// Depth of one timed tile: about a K block of the GEMM's.
 const K: usize = 256;
 
-/// Tiles per timed round.
-const REPS: usize = 2000;
+/// Tiles per timed round: ~10 ms, so that a browser's coarse clock (1 ms in some) still
+/// times it to a few percent.
+const REPS: usize = 20_000;
 
 /// Multiply-adds per second (×1e9) of `kern`'s f32 tile, best of `rounds` timed by `now_ms`.
 pub fn f32_gmac_per_s(kern: &Kernel, rounds: usize, now_ms: impl Fn() -> f64) -> f64 {

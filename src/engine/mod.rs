@@ -11,6 +11,7 @@ mod load_times;
 mod options;
 mod probe;
 mod profile;
+mod roofline;
 mod run;
 #[cfg(any(test, feature = "test-hooks"))]
 mod test_hooks;
@@ -30,6 +31,7 @@ pub use encode::too_long;
 pub use load_times::LoadTimes;
 pub use options::{AutoOptions, Device, LoadOptions};
 pub use probe::{Probe, PROBE_AGREEMENT};
+pub use roofline::Roofline;
 pub use run::WindowOutput;
 use std::sync::{Arc, Mutex};
 

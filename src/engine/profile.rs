@@ -3,7 +3,7 @@
 
 use super::clock::now_ms;
 use super::Engine;
-use crate::cpu::{peak, pool};
+use crate::cpu::pool;
 use crate::error::Result;
 use crate::exec::Want;
 use tokenizers::Encoding;
@@ -18,20 +18,6 @@ impl Engine {
     /// (well over the last-level cache) at best of five.
     pub fn read_bandwidth_gb_per_s(bytes: usize) -> f64 {
         crate::cpu::bandwidth::stream_read_gb_per_s(bytes, 5, now_ms)
-    }
-
-    /// The single-thread multiply-add peak (×1e9 per second, operands in L1) of the tile that
-    /// multiplies this model's linear weights on the CPU: its q8 tile where int8 weights are
-    /// packed for one, else the f32 tile; `None` for other integer tiles (q4 blocks).
-    pub fn cpu_peak_gmac_per_s(&self) -> Option<f64> {
-        let cpu = &self.cpu.model;
-        let kern = cpu.kernel();
-        match cpu.int_kernel_name() {
-            None => Some(peak::f32_gmac_per_s(kern, 5, now_ms)),
-            Some(name) => (kern.q8.iter())
-                .find(|q| q.name == name)
-                .map(|q| peak::q8_gmac_per_s(q, 5, now_ms)),
-        }
     }
 
     /// The GPU's tiling of each GEMM of a forward over `windows` (empty on the CPU).

@@ -2,7 +2,7 @@
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
 use super::{calls, trained};
-use crate::engine::{AutoOptions, Engine, LoadOptions, Want, Watch};
+use crate::engine::{AutoOptions, Engine, LoadOptions, Watch};
 use crate::error::parse_name;
 use crate::model::ModelFiles;
 use crate::tasks::head::ClassifierHead;
@@ -233,13 +233,13 @@ fn either(name: &str, kind: &str, yes: &str, no: &str) -> Result<bool, JsError> 
     }
 }
 
-fn js_error(e: crate::error::Error) -> JsError {
+pub(super) fn js_error(e: crate::error::Error) -> JsError {
     JsError::new(&e.to_string())
 }
 
 #[wasm_bindgen]
 pub struct WebEngine {
-    engine: Rc<Engine>,
+    pub(super) engine: Rc<Engine>,
     /// The engine serves one call at a time (a second would meet its locks mid-call).
     busy: Rc<Cell<bool>>,
     /// Classifier heads taught or loaded for this encoder (`addHead`), by index.
@@ -330,7 +330,7 @@ impl WebEngine {
     }
 
     /// Runs `work` on the engine as a promise of its JSON, refusing a second one meanwhile.
-    fn one_at_a_time<F, Fut>(&self, work: F) -> js_sys::Promise
+    pub(super) fn one_at_a_time<F, Fut>(&self, work: F) -> js_sys::Promise
     where
         F: FnOnce(Rc<Engine>) -> Fut + 'static,
         Fut: std::future::Future<Output = crate::error::Result<String>> + 'static,
@@ -358,43 +358,6 @@ impl WebEngine {
     #[wasm_bindgen(js_name = gpuFailure)]
     pub fn gpu_failure(&self) -> Option<String> {
         self.engine.gpu_failure()
-    }
-
-    /// Milliseconds per GPU kernel (JSON object, `null` without timestamp queries), or per
-    /// kind of op on the CPU path, of one forward over `text`, for profiling in a browser.
-    pub fn profile(&self, text: String) -> js_sys::Promise {
-        self.one_at_a_time(|engine| async move {
-            let window = engine.encode(&text, None, Some(usize::MAX))?;
-            let kernels: Option<Vec<(String, f64)>> = if engine.has_gpu() {
-                let k = engine.gpu_profile(&[window], Want::Hidden).await?;
-                k.map(|k| k.into_iter().map(|(n, ms)| (n.to_string(), ms)).collect())
-            } else {
-                Some(engine.cpu_profile(&[window])?)
-            };
-            let json: Option<serde_json::Map<String, serde_json::Value>> =
-                kernels.map(|k| k.into_iter().map(|(n, ms)| (n, ms.into())).collect());
-            Ok(serde_json::json!(json).to_string())
-        })
-    }
-
-    /// Runs `runs` CPU forwards over a text of about `tokens` tokens and drops the results:
-    /// the threads build's helpers run unoptimized code until they have done some work.
-    #[wasm_bindgen(js_name = warmUp)]
-    pub fn warm_up(&self, runs: usize, tokens: usize) -> Result<(), JsError> {
-        if self.engine.has_gpu() {
-            return Ok(());
-        }
-        let text = "warm up the threads ".repeat(tokens / 4 + 1);
-        let window = self
-            .engine
-            .encode(&text, None, Some(tokens))
-            .map_err(js_error)?;
-        for _ in 0..runs {
-            self.engine
-                .cpu_profile(std::slice::from_ref(&window))
-                .map_err(js_error)?;
-        }
-        Ok(())
     }
 
     /// Destroys the GPU device as a lost device would be (tests of the CPU fallback).

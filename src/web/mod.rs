@@ -4,4 +4,6 @@
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod bindings;
 pub mod calls;
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+mod profiling;
 pub mod trained;

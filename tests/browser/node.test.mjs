@@ -494,9 +494,20 @@ test('a pipeline shows no test hooks; webert/testing adds them; profile() is pub
   const kinds = Object.keys(profile);
   assert.ok(kinds.length > 0 && Object.values(profile).every((ms) => Number.isFinite(ms) && ms >= 0), JSON.stringify(profile));
   await assert.rejects(minilm.profile(42), /text must be a string/);
+  // The roofline: its fractions are its own figures' ratios, the floor the longer of its two
+  // bounds (at least the weight stream), the weights those the engine packed.
+  const r = await minilm.roofline('how near the limits does this run', { runs: 3 });
+  assert.ok(r.tokens > 2 && r.forward_ms > 0 && r.weight_bytes > 1e6 && r.read_gb_per_s > 0 && r.peak_gmac_per_s > 0, JSON.stringify(r));
+  assert.ok(Math.abs(r.weight_gb_per_s - r.weight_bytes / (r.forward_ms * 1e6)) < 1e-9 * r.weight_gb_per_s, JSON.stringify(r));
+  assert.ok(Math.abs(r.of_read_bandwidth - r.weight_gb_per_s / r.read_gb_per_s) < 1e-9, JSON.stringify(r));
+  assert.ok(r.floor_ms >= r.weight_bytes / (r.read_gb_per_s * 1e6) * (1 - 1e-9), JSON.stringify(r));
+  assert.ok(Math.abs(r.of_floor - r.floor_ms / r.forward_ms) < 1e-9, JSON.stringify(r));
+  await assert.rejects(minilm.roofline('x', { runs: 0 }), /positive integer/);
+  await assert.rejects(minilm.roofline('x', { rnus: 2 }), /takes \{ runs \}, not rnus/);
   const dts = readFileSync(join(PKG, 'webert.d.ts'), 'utf8');
   assert.doesNotMatch(dts, /debug|trap|loseDevice|laneStats|testHooks/i);
   assert.match(dts, /\bprofile\(text: string\)/);
+  assert.match(dts, /\broofline\(text: string, options\?: \{ runs\?: number \}\)/);
 });
 
 test('webert/testing says so when the build has no test hooks', async () => {

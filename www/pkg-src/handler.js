@@ -17,7 +17,7 @@ export class Handler {
   }
 
   /** One message from the page; `progress` gets the load's progress events. */
-  async handle({ op, id, source, options, task, request, watched, text, hook, arg, features, labels, C, bytes }, progress) {
+  async handle({ op, id, source, options, task, request, watched, text, runs, hook, arg, features, labels, C, bytes }, progress) {
     switch (op) {
       case 'load':
         this.model = new Model(source, options);
@@ -36,6 +36,8 @@ export class Handler {
         return this.model.addHead(bytes);
       case 'profile':
         return this.model.profile(text);
+      case 'roofline':
+        return this.model.roofline(text, runs);
       case 'hook':
         return runHook(this.model, hook, arg);
       default:

@@ -179,6 +179,14 @@ export class Model {
     });
   }
 
+  /** How near this machine's limits CPU forwards over `text` run (null on a GPU). */
+  roofline(text, runs) {
+    return this.enqueue(async () => {
+      if (!this.live) await this.load();
+      return JSON.parse(await runtime.guarded(this.engine.roofline(text, runs)));
+    });
+  }
+
   /** Whether `callNow` can answer now. */
   readyNow() {
     return !this.queued && this.live && !this.engine.hasGpu();

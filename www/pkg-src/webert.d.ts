@@ -239,6 +239,31 @@ interface PipelineBase {
    * and spins, not milliseconds. Runs after the calls queued before it.
    */
   profile(text: string): Promise<Record<string, number> | null>;
+  /**
+   * How near this machine's limits CPU forwards over `text` run (null on WebGPU): the median of
+   * `runs` forwards (default 10, after one untimed) beside the single-thread read bandwidth
+   * (summing 64 MiB, which stays in the module's memory) and the tile's multiply-add peak.
+   * Runs after the calls queued before it.
+   */
+  roofline(text: string, options?: { runs?: number }): Promise<Roofline | null>;
+}
+
+/** One forward's figures beside this machine's limits (`pipe.roofline`). */
+export interface Roofline {
+  /** Tokens of the forward. */
+  tokens: number;
+  forward_ms: number;
+  /** Bytes of packed linear weights the encoder reads, each once. */
+  weight_bytes: number;
+  weight_gb_per_s: number;
+  /** This machine's single-thread read bandwidth. */
+  read_gb_per_s: number;
+  of_read_bandwidth: number;
+  /** Multiply-adds per second (×1e9) of the tile that multiplies the weights; null for q4 tiles. */
+  peak_gmac_per_s: number | null;
+  /** The longer of streaming the weights at read bandwidth and the multiply-adds at peak. */
+  floor_ms: number | null;
+  of_floor: number | null;
 }
 
 /** `true` cuts at the model's limit, a number at that many tokens; otherwise long inputs are an error. */

@@ -297,5 +297,12 @@ async function build(kind, entry, info, device, headBytes = null) {
       alive();
       return host.send({ op: 'profile', text: text(t) });
     },
+    roofline: async (t, { runs = 10, ...rest } = {}) => {
+      alive();
+      const unknown = Object.keys(rest);
+      if (unknown.length) throw new Error(`webert: roofline() takes { runs }, not ${unknown.join(', ')}`);
+      if (!Number.isInteger(runs) || runs < 1) throw new Error(`webert: roofline() runs must be a positive integer, got ${runs}`);
+      return host.send({ op: 'roofline', text: text(t), runs });
+    },
   });
 }

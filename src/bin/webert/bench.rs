@@ -79,15 +79,13 @@ fn work(engine: &Engine, batch: usize, seq: usize) -> (f64, f64) {
         c.intermediate_size as f64,
         c.num_layers as f64,
     );
-    let tokens = (batch * seq) as f64;
     let params = l * (4.0 * h * h + 2.0 * h * i);
-    let attention = l * 4.0 * batch as f64 * (seq * seq) as f64 * h;
     let width = if engine.backend().contains("f16 weights") {
         2.0
     } else {
         4.0
     };
-    (2.0 * tokens * params + attention, params * width)
+    (engine.encoder_flops(batch, seq), params * width)
 }
 
 /// The process's peak resident set (Linux's `VmHWM`; a CPU-emulated GPU's memory too).
@@ -166,16 +164,8 @@ pub async fn run(a: BenchArgs) -> Result<()> {
     // At a few tokens a CPU forward is mostly one pass over its weights: how near memory speed.
     let on_cpu = engine.backend().starts_with("cpu");
     let cpu_bytes = engine.cpu_weight_bytes() as f64;
-    let read_gb_s = (on_cpu && a.bandwidth).then(|| Engine::read_bandwidth_gb_per_s(512 << 20));
-    let weight_gb_s = on_cpu.then(|| cpu_bytes / (median * 1e6));
-    // The forward's floor: its weights streamed at read bandwidth, or its multiply-adds at the
-    // tile's peak, whichever takes longer.
-    let peak_gmac_s = (on_cpu && a.bandwidth)
-        .then(|| engine.cpu_peak_gmac_per_s())
-        .flatten();
-    let floor_ms = read_gb_s
-        .zip(peak_gmac_s)
-        .map(|(r, p)| (cpu_bytes / (r * 1e6)).max(flops / 2.0 / (p * 1e6)));
+    let roofline =
+        (on_cpu && a.bandwidth).then(|| engine.cpu_roofline(a.batch, a.seq_len, median, 512 << 20));
     println!(
         "{}",
         serde_json::json!({
@@ -203,12 +193,12 @@ pub async fn run(a: BenchArgs) -> Result<()> {
             "encoder_tflop_per_s": flops / (median * 1e9),
             "encoder_weight_gb_per_s": weight_bytes / (median * 1e6),
             "cpu_weight_bytes": on_cpu.then_some(cpu_bytes),
-            "cpu_weight_gb_per_s": weight_gb_s,
-            "read_gb_per_s": read_gb_s,
-            "of_read_bandwidth": weight_gb_s.zip(read_gb_s).map(|(w, r)| w / r),
-            "cpu_peak_gmac_per_s": peak_gmac_s,
-            "floor_ms": floor_ms,
-            "of_floor": floor_ms.map(|f| f / median),
+            "cpu_weight_gb_per_s": on_cpu.then(|| cpu_bytes / (median * 1e6)),
+            "read_gb_per_s": roofline.map(|r| r.read_gb_per_s),
+            "of_read_bandwidth": roofline.map(|r| r.of_read_bandwidth),
+            "cpu_peak_gmac_per_s": roofline.and_then(|r| r.peak_gmac_per_s),
+            "floor_ms": roofline.and_then(|r| r.floor_ms),
+            "of_floor": roofline.and_then(|r| r.of_floor),
             "sequences_per_s": a.batch as f64 * 1e3 / median,
         })
     );

@@ -32,18 +32,19 @@ pub struct Roofline {
 }
 
 impl Engine {
+    /// Parameters of the encoder's linears, counted from the config as BERT's layers.
+    pub fn encoder_linear_params(&self) -> f64 {
+        let c = &self.config;
+        let (h, i) = (c.hidden_size as f64, c.intermediate_size as f64);
+        c.num_layers as f64 * (4.0 * h * h + 2.0 * h * i)
+    }
+
     /// FLOPs of the encoder (linears and attention matmuls) over `batch` sequences of `seq`
-    /// tokens, counted from the config as BERT's layers.
+    /// tokens.
     pub fn encoder_flops(&self, batch: usize, seq: usize) -> f64 {
         let c = &self.config;
-        let (h, i, l) = (
-            c.hidden_size as f64,
-            c.intermediate_size as f64,
-            c.num_layers as f64,
-        );
-        let params = l * (4.0 * h * h + 2.0 * h * i);
-        let attention = l * 4.0 * batch as f64 * (seq * seq) as f64 * h;
-        2.0 * (batch * seq) as f64 * params + attention
+        let attention = 4.0 * (c.num_layers * batch * seq * seq * c.hidden_size) as f64;
+        2.0 * (batch * seq) as f64 * self.encoder_linear_params() + attention
     }
 
     /// The single-thread multiply-add peak (×1e9 per second, operands in L1) of the tile that

@@ -73,19 +73,15 @@ async fn load(a: &BenchArgs) -> Result<Engine> {
 /// FLOPs of the encoder's linears and attention for `batch` sequences of `seq` tokens, and
 /// the bytes of its linear weights (f16 when the backend stores them so).
 fn work(engine: &Engine, batch: usize, seq: usize) -> (f64, f64) {
-    let c = &engine.config;
-    let (h, i, l) = (
-        c.hidden_size as f64,
-        c.intermediate_size as f64,
-        c.num_layers as f64,
-    );
-    let params = l * (4.0 * h * h + 2.0 * h * i);
     let width = if engine.backend().contains("f16 weights") {
         2.0
     } else {
         4.0
     };
-    (engine.encoder_flops(batch, seq), params * width)
+    (
+        engine.encoder_flops(batch, seq),
+        engine.encoder_linear_params() * width,
+    )
 }
 
 /// The process's peak resident set (Linux's `VmHWM`; a CPU-emulated GPU's memory too).

@@ -14,7 +14,8 @@
 // then the connection closes), `lying-length` (a Content-Length past the body, then it closes),
 // `short-length` (a Content-Length of half the file, and that half: a whole-looking response),
 // `stall` (a full Content-Length, half the body, then nothing while the connection stays open),
-// `hang` (no answer at all).
+// `hang` (no answer at all), `reset` (the connection closed before any answer, as a server
+// closing an idle kept-alive connection just as a request reuses it).
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { join, normalize, resolve, sep } from 'node:path';
@@ -94,6 +95,7 @@ export function serveHub({ repos, port = 0 }) {
     }
     const kind = takeFault(r, file);
     if (kind === 'hang') return; // the connection stays open, unanswered
+    if (kind === 'reset') return req.socket.destroy();
     if (kind === 'missing') return send(404, 'Entry not found', { 'X-Error-Code': 'EntryNotFound' });
     if (kind === 'error500') return send(500, 'Internal Error');
     if (kind === 'html') return send(200, '<!doctype html><html><body><h1>We are down for maintenance</h1></body></html>', { 'Content-Type': 'text/html; charset=utf-8' });

@@ -100,6 +100,23 @@ test('a dtype asks the server for its files only: no probe, no 404, nothing twic
   }
 });
 
+test('a connection closed before any answer (an idle kept-alive one the server drops) is tried again', T, async () => {
+  for (const [kind, src] of SOURCES) {
+    hub.fault('t/ok', 'config.json', 'reset', 1);
+    const from = hub.log.length;
+    const ok = await load(src('t/ok'), { cache: false });
+    assert.equal(ok.error, undefined, `${kind}: ${ok.error}`);
+    assert.deepEqual(ok.out, want, kind);
+    const asked = hub.log.slice(from).filter((r) => r.path.endsWith('/config.json')).length;
+    assert.equal(asked, 2, `${kind}: config.json asked twice`);
+    // Every time: three tries, then the error names the cause.
+    hub.fault('t/ok', 'config.json', 'reset');
+    const failed = await load(src('t/ok'), { cache: false });
+    assert.match(failed.error ?? '', /network error fetching http:\S+\/config\.json: fetch failed \((UND_ERR_SOCKET|ECONNRESET)/, kind);
+    hub.fault('t/ok', 'config.json', null);
+  }
+});
+
 test('a server that stalls mid-file, or never answers, ends in a clear error after the download timeout, then loads', T, async () => {
   for (const [kind, src] of SOURCES) {
     hub.fault('t/stall', 'model.safetensors', 'stall');

@@ -10,6 +10,13 @@ export function failure(message, { retry = false, notFound = false } = {}) {
 }
 
 /**
+ * Node's (undici's) causes of a connection closed under a request: a server closing an idle
+ * kept-alive connection just as the request reuses it does that, and a new connection answers.
+ * Browsers retry those themselves (and give no cause).
+ */
+const RESETS = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/**
  * GET with a clear error; `null` for 404 (and the Hub's 401 for unknown repositories) when the
  * file is optional. `label` names a model id in errors.
  */
@@ -23,7 +30,8 @@ export async function get(url, signal, optional, label, timeout) {
     dog.stop();
     if (signal?.aborted) throw signal.reason;
     if (dog.timedOut) throw failure(`no answer from ${url}: ${dog.signal.reason.message} (downloadTimeout)`, { retry: true });
-    throw new Error(`network error fetching ${url}: ${e.message}${fetchHint(url)}`);
+    const cause = e.cause?.code ?? e.cause?.message;
+    throw failure(`network error fetching ${url}: ${e.message}${cause ? ` (${cause})` : ''}${fetchHint(url)}`, { retry: RESETS.has(e.cause?.code) });
   }
   const missing = res.status === 404 || (label && res.status === 401);
   if (res.ok) return Object.assign(res, { dog });

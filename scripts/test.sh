@@ -60,7 +60,7 @@ mark "Chromium tests"
 # Cache API across dispose(), the demo's tabs with layout checks at 1280 and 390 px; then the
 # Chromium suite's faults and a short soak in Firefox and WebKit. Every browser must be there
 # (scripts/setup.sh installs them).
-# Now and then (2 of 4 runs of this phase here, never when one engine's test runs alone) a
+# Now and then (2 of 3 runs of this phase here, never when one engine's test runs alone) a
 # package load in Firefox or WebKit never answers; its cause is not found yet (docs/browser.md).
 # A failed phase runs once more, and says so above its output.
 engines() { bounded node --test --test-reporter=spec tests/browser/engines.test.mjs tests/browser/engine-faults.test.mjs; }

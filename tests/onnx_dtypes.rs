@@ -22,8 +22,12 @@ fn cache_dir() -> PathBuf {
 /// `onnx/model.onnx`.
 fn folder(entry: &Value, onnx: &Path) -> PathBuf {
     let model = str_of(entry, "model");
+    // One folder per call: the CPU and GPU tests run at once in this process and would
+    // otherwise remove each other's folder.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = format!(
-        "{}-{}-{}-{}",
+        "{}-{}-{}-{}-{call}",
         model,
         str_of(entry, "export"),
         str_of(entry, "dtype"),

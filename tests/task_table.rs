@@ -1,6 +1,8 @@
 //! The package's task table (`www/pkg-src/tasks.js`) is written from `tasks::registry`, the
-//! one table of tasks: this fails when the two disagree. To write the file again after
-//! changing the registry: `WEBERT_BLESS=1 cargo test --test task_table`.
+//! one table of tasks, and its list of a model folder's files (`layout.js`) from
+//! `model::files`, so that a page can start downloading before the WebAssembly module is up:
+//! this fails when they disagree. To write both again: `WEBERT_BLESS=1 cargo test --test
+//! task_table`.
 
 use std::path::Path;
 use webert::tasks::registry::{head_name, TaskSpec, TASKS};
@@ -119,5 +121,34 @@ fn the_table_defaults_are_the_engines() {
     assert_eq!(
         default_of::<Pooling>("feature-extraction", "pooling"),
         Pooling::default()
+    );
+}
+
+fn generated_layout() -> String {
+    format!(
+        "// Generated from src/model/files.rs by `WEBERT_BLESS=1 cargo test --test task_table`;\n\
+         // do not edit.\n\n\
+         /**\n * The files of a model folder the engine reads (`modelFiles()` of the module): `required`,\n\
+         \x20* `text` (read when present), `weights` in the engine's order of preference, `dtypes`\n\
+         \x20* (`{{ dtype: file }}`).\n\
+         \x20*/\n\
+         export const LAYOUT = {};\n",
+        webert::model::files::layout_json()
+    )
+}
+
+#[test]
+fn the_package_file_layout_is_the_engines() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("www/pkg-src/layout.js");
+    let want = generated_layout();
+    if std::env::var_os("WEBERT_BLESS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let got = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        got == want,
+        "{} differs from src/model/files.rs; write it again with \
+         `WEBERT_BLESS=1 cargo test --test task_table`. Expected:\n{want}",
+        path.display()
     );
 }

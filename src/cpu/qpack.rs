@@ -76,11 +76,10 @@ impl PackedQ {
         for j in 0..n {
             let (p, jj) = (j / nr, j % nr);
             for b in 0..blocks {
-                let chunk = (p * blocks + b) * block * nr;
-                for kk in b * block..k.min((b + 1) * block) {
-                    let t = kk - b * block;
-                    codes[chunk + (t / group) * group * nr + jj * group + t % group] =
-                        q.codes[j * k + kk];
+                let chunk = (p * blocks + b) * block * nr + jj * group;
+                let part = &q.codes[j * k + b * block..j * k + k.min((b + 1) * block)];
+                for (g, codes_g) in part.chunks(group).enumerate() {
+                    codes[chunk + g * group * nr..][..codes_g.len()].copy_from_slice(codes_g);
                 }
                 let s = (p * blocks + b) * per_block;
                 let sw = q.scales[j * blocks + b];
@@ -126,25 +125,32 @@ impl PackedQ {
         let mut scales = vec![0f32; panels * nr];
         let mut ints = vec![0i32; panels * 2 * nr];
         let (mut spills, mut spill_at) = (Vec::new(), vec![0]);
-        for j in 0..n {
-            let row = || (j * k..(j + 1) * k).map(|i| q.code(i));
+        // Codes as integers: i8 or u8 reinterpreted, without a branch per code.
+        let flip = if q.signed { 0x80u8 } else { 0 };
+        let base = if q.signed { -128 } else { 0 };
+        let int = |c: u8| (c ^ flip) as i32 + base;
+        for (j, row) in q.codes.chunks_exact(k).enumerate() {
             let zw = q.zero_points[j];
-            let cw = column_shift(row(), zw, (lo, hi));
+            let cw = column_shift(row.iter().map(|&c| int(c)), zw, (lo, hi));
             let (p, jj) = (j / nr, j % nr);
             let mut sum = 0i32;
-            for (kk, c) in row().enumerate() {
-                let w = c - cw;
-                let stored = w.clamp(lo, hi);
-                if stored != w {
-                    spills.push(Spill {
-                        col: jj,
-                        k: kk,
-                        rest: w - stored,
-                    });
+            // Group g of this column lands at `p·block·nr + g·group·nr + jj·group`.
+            let column = &mut codes[p * block * nr + jj * group..];
+            for (g, part) in row.chunks(group).enumerate() {
+                let out = &mut column[g * group * nr..][..part.len()];
+                for (t, (&c, o)) in part.iter().zip(out).enumerate() {
+                    let w = int(c) - cw;
+                    let stored = w.clamp(lo, hi);
+                    if stored != w {
+                        spills.push(Spill {
+                            col: jj,
+                            k: g * group + t,
+                            rest: w - stored,
+                        });
+                    }
+                    sum += w;
+                    *o = stored as u8;
                 }
-                sum += w;
-                codes[p * block * nr + (kk / group) * group * nr + jj * group + kk % group] =
-                    stored as u8;
             }
             if spills.len() * SPILL_RARITY > n * k {
                 return None;

@@ -168,10 +168,21 @@ impl ChannelQuant {
 
     /// The exact dequantization, `[n, k]`.
     pub fn dequantize(&self) -> Vec<f32> {
-        let k = self.codes.len() / self.scales.len().max(1);
-        (0..self.codes.len())
-            .map(|i| (self.code(i) - self.zero_points[i / k]) as f32 * self.scales[i / k])
-            .collect()
+        let n = self.scales.len();
+        let k = self.codes.len() / n.max(1);
+        let mut out = Vec::with_capacity(self.codes.len());
+        if k == 0 {
+            return out;
+        }
+        let rows = self.codes.chunks_exact(k).zip(&self.scales);
+        for ((row, &s), &z) in rows.zip(&self.zero_points) {
+            if self.signed {
+                out.extend(row.iter().map(|&c| (c as i8 as i32 - z) as f32 * s));
+            } else {
+                out.extend(row.iter().map(|&c| (c as i32 - z) as f32 * s));
+            }
+        }
+        out
     }
 
     /// Stacks the rows of several matrices with the same `k` and signedness.

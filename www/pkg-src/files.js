@@ -43,7 +43,10 @@ class Progress {
 export async function gatherFiles(source, opts, report, layout) {
   const progress = new Progress(report);
   // An unknown dtype fails before any download (the engine's message lists the known ones).
-  if (opts.dtype != null && !(opts.dtype in layout.dtypes)) layout.pick('', layout.required, opts.dtype);
+  if (opts.dtype != null && !(opts.dtype in layout.dtypes)) {
+    await layout.ready;
+    layout.pick('', layout.required, opts.dtype);
+  }
   if (opts.hub) return fromHub(source, opts, progress, layout);
   if (typeof source === 'string' || source instanceof URL) {
     const s = withScheme(String(source));

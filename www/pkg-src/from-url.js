@@ -150,6 +150,7 @@ async function findWeights(opts, load, root, layout, label, pages = []) {
     const res = await fetch(new URL(name, root).href, { method: 'HEAD', signal: dog.signal }).catch(() => null).finally(dog.stop);
     return res?.ok && !/text\/html/i.test(res.headers.get('content-type') ?? '') ? name : null;
   }));
+  await layout.ready;
   layout.pick(where, [...layout.required, ...present.filter(Boolean)], dtype);
   throw new Error(`${where}: no ${dtype} weights`);
 }

@@ -37,6 +37,7 @@ export async function fromEntries(source, opts, progress, layout) {
   const origin = entries[0]?.[1]?.webkitRelativePath?.split('/')[0] || 'local files';
   const configEntry = entries.find(([n]) => n === 'config.json');
   const config = configEntry ? configOf(await bytesOf(...configEntry)) : null;
+  await layout.ready;
   const wanted = pickFiles(origin, names.map((n) => (n.endsWith('.onnx') && !n.includes('/') ? `onnx/${n}` : n)), opts, layout, config);
   const files = [];
   for (const want of wanted) {
@@ -67,6 +68,7 @@ export async function fromNodeDir(dir, opts, progress, layout) {
   const names = [...(await list('')), ...(await list('onnx')).map((n) => `onnx/${n}`)];
   const files = [];
   const config = names.includes('config.json') ? configOf(await fs.readFile(path.join(root, 'config.json')).catch(() => null)) : null;
+  await layout.ready;
   for (const name of pickFiles(root, names, opts, layout, config)) {
     const bytes = new Uint8Array(await fs.readFile(path.join(root, name)));
     await checkHash(name, bytes, opts.sha256, path.join(root, name));

@@ -3,6 +3,7 @@
 // restarted the WebAssembly instance.
 
 import { gatherFiles } from './files.js';
+import { LAYOUT } from './layout.js';
 import { isNode } from './platform.js';
 import { defaultThreads, runtime, webgpuAdapter } from './runtime.js';
 import { restoreTilings, saveTilings } from './tilings.js';
@@ -26,14 +27,21 @@ export class Model {
   async load(report) {
     const phases = new LoadPhases();
     const threads = Math.max(1, Math.floor(this.options.threads ?? defaultThreads()));
-    const threadsInUse = await runtime.start(report, threads);
-    phases.lap('compile_ms');
-    const { glue } = runtime;
-    const layout = JSON.parse(glue.modelFiles());
-    layout.pick = (origin, names, dtype) => JSON.parse(glue.pickModelFiles(origin, JSON.stringify(names), dtype ?? undefined));
-    const { origin, files, forget, cacheError, stored, written } = await gatherFiles(this.source, this.options, report, layout);
+    // The module starts (compiles) while the files download: the list of files to fetch is the
+    // engine's, generated into layout.js; only choosing among them (`pick`) needs the module.
+    const started = phases.time('compile_ms', runtime.start(report, threads));
+    started.catch(() => {}); // awaited below, after the files or when a choice needs it
+    const layout = {
+      ...LAYOUT,
+      ready: started,
+      pick: (origin, names, dtype) => JSON.parse(runtime.glue.pickModelFiles(origin, JSON.stringify(names), dtype ?? undefined)),
+    };
+    const gathered = phases.time('files_ms', gatherFiles(this.source, this.options, report, layout));
+    gathered.catch(() => {});
+    const [threadsInUse, { origin, files, forget, cacheError, stored, written }] = await Promise.all([started, gathered]);
     this.options.signal?.throwIfAborted();
-    phases.lap('files_ms');
+    phases.lap('start_and_files_ms');
+    const { glue } = runtime;
     // A browser's download that is not all in the Cache API (caching off or refused) is kept too.
     const refetch = stored === false && !isNode;
     if ((typeof this.source !== 'string' && !(this.source instanceof URL)) || refetch) {
@@ -250,6 +258,16 @@ class LoadPhases {
     this.start = performance.now();
     this.last = this.start;
     this.phases = {};
+  }
+
+  /** Records how long `promise` takes from now as `name`, for phases that overlap others. */
+  time(name, promise) {
+    const t0 = performance.now();
+    this.phases[name] = null; // its place in the order: when it started
+    return promise.then((v) => {
+      this.phases[name] = Math.round((performance.now() - t0) * 10) / 10;
+      return v;
+    });
   }
 
   lap(name) {

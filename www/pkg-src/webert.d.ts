@@ -186,7 +186,8 @@ export interface ModelInfo {
   cacheError?: string;
   /**
    * Where the load's time went, in milliseconds: `compile_ms` starting the WebAssembly module
-   * (0 when it already ran), `files_ms` downloading or reading the cache, `copy_ms` handing the
+   * (0 when it already ran) and `files_ms` downloading or reading the cache, which run at once,
+   * `start_and_files_ms` until both were done, `copy_ms` handing the
    * bytes to it, `build_ms` parsing, packing the weights and (WebGPU) setting up and timing the
    * GPU, `warm_ms` warming helper threads and saving GPU tilings; `total_ms` their sum in the
    * model's thread, `wall_ms` the whole load as the page saw it and `worker_ms` what that adds
@@ -195,7 +196,7 @@ export interface ModelInfo {
    * laying the weights out for the CPU's kernels, `probe_ms` timing both under `device: 'auto'`.
    */
   loadPhases: {
-    compile_ms: number; files_ms: number; copy_ms: number; build_ms: number; warm_ms: number; total_ms: number; wall_ms: number; worker_ms: number;
+    compile_ms: number; files_ms: number; start_and_files_ms: number; copy_ms: number; build_ms: number; warm_ms: number; total_ms: number; wall_ms: number; worker_ms: number;
     build: { parse_ms: number; plan_ms: number; gpu_ms: number; pack_ms: number; probe_ms: number };
   };
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */

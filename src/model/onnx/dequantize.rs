@@ -167,6 +167,13 @@ pub(super) fn dequantize_nbits(
             q.zero_points.extend(zp.iter().take(blocks));
         }
         // Blocks are contiguous in a row, so unpacked position == column (tail padding dropped).
+        if contiguous && zp.len() >= blocks {
+            // `codes` holds blocks · block_size ≥ k values, `s_row` and `zp` one per block.
+            for ((part, &s), &z) in codes[..k].chunks(block_size).zip(s_row).zip(&zp) {
+                out.extend(part.iter().map(|&qv| (qv as f32 - z) * s));
+            }
+            continue;
+        }
         for (col, qv) in codes.into_iter().enumerate().take(k) {
             let blk = match g_idx {
                 Some(g) => g

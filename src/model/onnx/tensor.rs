@@ -188,10 +188,13 @@ pub(super) fn unpack_bits(bytes: &[u8], bits: usize) -> Result<Vec<i32>, Reason>
         return Err(format!("bits={bits} is not supported (2, 4 or 8)"));
     }
     let mask = ((1u16 << bits) - 1) as u8;
-    Ok(bytes
-        .iter()
-        .flat_map(|&b| (0..8 / bits).map(move |i| ((b >> (i * bits)) & mask) as i32))
-        .collect())
+    let per_byte = 8 / bits;
+    // (A `flat_map` has no exact length: collecting it grew the vector a push at a time.)
+    let mut out = Vec::with_capacity(bytes.len() * per_byte);
+    for &b in bytes {
+        out.extend((0..per_byte).map(|i| ((b >> (i * bits)) & mask) as i32));
+    }
+    Ok(out)
 }
 
 fn pad_rank(s: &[usize], rank: usize) -> Vec<usize> {

@@ -112,7 +112,8 @@ function cosine(a, b) {
 
 function compare(key, w, t) {
   if (embeds(key)) {
-    const cos = cosine(w, Array.from(t.data));
+    // webert answers a Tensor as transformers.js does (its `data`), older builds a plain array.
+    const cos = cosine(Array.from(w.data ?? w), Array.from(t.data));
     return { agree: cos > 0.9999, detail: `cosine ${cos.toFixed(6)}` };
   }
   // Token classification, aggregation 'none' on both sides: same tokens with the same labels.
@@ -127,7 +128,7 @@ function compare(key, w, t) {
 async function main() {
   const res = {
     threads, device, runs, warmup, warmupMs, order, worker: inWorker, crossOriginIsolated: self.crossOriginIsolated,
-    hardwareConcurrency: navigator.hardwareConcurrency, userAgent: navigator.userAgent, rows: [],
+    hardwareConcurrency: navigator.hardwareConcurrency, userAgent: navigator.userAgent, rows: [], loads: [],
   };
   if (device === 'webgpu') {
     const a = await navigator.gpu?.requestAdapter();
@@ -141,7 +142,8 @@ async function main() {
     let t0 = performance.now();
     const w = await webertPipeline(m.task, m.webert, {
       cache: false, worker: inWorker, threads, device: device === 'webgpu' ? 'webgpu' : 'cpu',
-      ...(m.dtype === 'q8' ? { dtype: 'q8' } : {}),
+      // Always named: with none, a browser load takes q8 where the folder has it (as transformers.js).
+      dtype: m.dtype,
       ...(device === 'webgpu' && gpuWeights ? { gpuWeights } : {}),
     });
     const wLoad = performance.now() - t0;
@@ -149,6 +151,8 @@ async function main() {
     const t = await tjsPipeline(m.task, m.tjs, { dtype: m.dtype, device });
     const tLoad = performance.now() - t0;
     log(`${m.label}: loaded webert ${wLoad.toFixed(0)} ms (${w.backend}), transformers.js ${tLoad.toFixed(0)} ms (${device})`);
+    log(`  webert load phases: ${JSON.stringify(w.info.loadPhases)}`);
+    res.loads.push({ model: m.label, webert_ms: wLoad, tjs_ms: tLoad, phases: w.info.loadPhases });
     for (const n of tokenTargets) {
       const { text, tokens } = textWithTokens(t.tokenizer, n);
       const opts = embeds(key) ? { pooling: 'mean', normalize: false } : {};

@@ -362,7 +362,7 @@ test('models load from a URL with progress events, and a sha256 is checked', asy
   const c = golden('pii.json').cases[0];
   assertEntities('via URL', c.text, await p(c.text, { aggregation_strategy: 'first' }), c.pipeline.first);
   // Where the load's time went: each phase measured, together the model thread's total.
-  const { total_ms, wall_ms, worker_ms, build, ...phases } = p.info.loadPhases;
+  const { total_ms, wall_ms, worker_ms, worker_start_ms, build, ...phases } = p.info.loadPhases;
   assert.deepEqual(Object.keys(build).sort(), ['gpu_ms', 'pack_ms', 'parse_ms', 'plan_ms', 'probe_ms']);
   assert.ok(Object.values(build).reduce((a, b) => a + b) <= phases.build_ms + 1, JSON.stringify(p.info.loadPhases));
   assert.ok(build.parse_ms > 0 && build.pack_ms > 0, JSON.stringify(build));
@@ -373,6 +373,7 @@ test('models load from a URL with progress events, and a sha256 is checked', asy
   assert.ok(Math.max(compile_ms, files_ms) <= laps.start_and_files_ms + 1, JSON.stringify(p.info.loadPhases));
   assert.ok(Math.abs(Object.values(laps).reduce((a, b) => a + b) - total_ms) < 1, JSON.stringify(p.info.loadPhases));
   assert.ok(wall_ms >= total_ms && worker_ms >= 0);
+  assert.ok(worker_start_ms >= 0 && worker_start_ms <= worker_ms, JSON.stringify(p.info.loadPhases));
   p.dispose();
   await assert.rejects(pipeline('ner', url, { sha256: { 'onnx/model_q4.onnx': '00'.repeat(32) } }), /model_q4\.onnx: sha256 mismatch/);
 });

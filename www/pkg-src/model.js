@@ -277,6 +277,7 @@ class LoadPhases {
   }
 
   done() {
-    return { ...this.phases, total_ms: Math.round((this.last - this.start) * 10) / 10 };
+    // `began_at` (epoch ms) lets the page tell the worker's start from the messages.
+    return { ...this.phases, total_ms: Math.round((this.last - this.start) * 10) / 10, began_at: performance.timeOrigin + this.start };
   }
 }

@@ -35,7 +35,7 @@ export function acquire(model, options, onProgress) {
   const start = performance.now();
   entry.ready = Promise.resolve(held).then(() => host.send({ op: 'load', source, options: inWorker ? rest : { ...rest, signal } }, { onProgress }))
     .then((info) => checkKept(info, inWorker, onProgress))
-    .then((info) => withWall(info, performance.now() - start));
+    .then((info) => withWall(info, performance.now() - start, performance.timeOrigin + start));
   if (signal) {
     const abort = () => host.fail(signal.reason ?? new DOMException('model loading aborted', 'AbortError'));
     signal.addEventListener('abort', abort, { once: true });
@@ -49,12 +49,16 @@ export function acquire(model, options, onProgress) {
 
 /**
  * The load's time as the page saw it (`wall_ms`), and what the model's phases leave of it:
- * starting the worker and messages between it and the page (`worker_ms`).
+ * starting the worker and messages between it and the page (`worker_ms`), of which
+ * `worker_start_ms` passed before the model's thread began the load (clocks of two contexts,
+ * compared through their time origins).
  */
-function withWall(info, wall) {
+function withWall(info, wall, startedAt) {
   if (!info.loadPhases) return info;
   const round = (ms) => Math.round(ms * 10) / 10;
-  const loadPhases = { ...info.loadPhases, wall_ms: round(wall), worker_ms: round(Math.max(0, wall - info.loadPhases.total_ms)) };
+  const { began_at: began, ...phases } = info.loadPhases;
+  const loadPhases = { ...phases, wall_ms: round(wall), worker_ms: round(Math.max(0, wall - phases.total_ms)) };
+  if (began != null) loadPhases.worker_start_ms = round(Math.min(loadPhases.worker_ms, Math.max(0, began - startedAt)));
   return { ...info, loadPhases };
 }
 

@@ -191,12 +191,13 @@ export interface ModelInfo {
    * bytes to it, `build_ms` parsing, packing the weights and (WebGPU) setting up and timing the
    * GPU, `warm_ms` warming helper threads and saving GPU tilings; `total_ms` their sum in the
    * model's thread, `wall_ms` the whole load as the page saw it and `worker_ms` what that adds
-   * (starting the worker, messages). `build` splits `build_ms`: `parse_ms` reading the files
+   * (starting the worker, messages), of which `worker_start_ms` passed before the worker began
+   * the load. `build` splits `build_ms`: `parse_ms` reading the files
    * into weights, `plan_ms` the forward pass's plan, `gpu_ms` setting up WebGPU, `pack_ms`
    * laying the weights out for the CPU's kernels, `probe_ms` timing both under `device: 'auto'`.
    */
   loadPhases: {
-    compile_ms: number; files_ms: number; start_and_files_ms: number; copy_ms: number; build_ms: number; warm_ms: number; total_ms: number; wall_ms: number; worker_ms: number;
+    compile_ms: number; files_ms: number; start_and_files_ms: number; copy_ms: number; build_ms: number; warm_ms: number; total_ms: number; wall_ms: number; worker_ms: number; worker_start_ms: number;
     build: { parse_ms: number; plan_ms: number; gpu_ms: number; pack_ms: number; probe_ms: number };
   };
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */

@@ -200,8 +200,18 @@ impl<'a> Importer<'a> {
         node: &NodeProto,
     ) -> Result<Option<(Value, Option<Value>, String)>, OnnxError> {
         let b_name = input(node, 1);
-        let Some((shape, q)) = self.const_i32(b_name)? else {
-            return Ok(None);
+        // 8-bit codes stored raw are read as they are; others (and the fallback) as integers.
+        let raw = self.consts.get(b_name).and_then(|t| tensor::raw_8bit(t).map(|b| (t, b)));
+        let (shape, ints) = match raw {
+            Some((t, _)) => {
+                let shape = tensor::shape(t).map_err(tensor_err(b_name))?;
+                self.room(&format!("tensor `{b_name}`"), tensor::numel(&shape).ok())?;
+                (shape, None)
+            }
+            None => match self.const_i32(b_name)? {
+                Some((shape, q)) => (shape, Some(q)),
+                None => return Ok(None),
+            },
         };
         if shape.len() != 2 {
             return Err(node_err(
@@ -223,15 +233,25 @@ impl<'a> Importer<'a> {
             (Some(scale), self.zero_point(input(node, 3))?, out)
         };
         let scale = scale.ok_or_else(|| node_err(node, "the scale of B is not a constant"))?;
-        let w = match self.channel_codes(node, &q, &scale.data, zp.as_deref()) {
+        let bytes: Cow<[u8]> = match (&raw, &ints) {
+            (Some((_, b)), _) => Cow::Borrowed(b),
+            (None, Some(q)) => Cow::Owned(q.iter().map(|&c| c as u8).collect()),
+            (None, None) => unreachable!("B was read one way or the other"),
+        };
+        let whole = bytes.len() == shape[0] * shape[1];
+        let w = match self.channel_codes(node, &bytes, &scale.data, zp.as_deref()) {
             // The codes transposed as bytes, then dequantized row by row: the same values as
             // `DequantizeLinear` then a transpose, in a quarter of the memory traffic.
-            Some(Quant::Channel(c)) if q.len() == shape[0] * shape[1] => {
+            Some(Quant::Channel(c)) if whole => {
                 let mut w = Value::new(b_name, vec![shape[1], shape[0]], c.dequantize());
                 w.quant = Some(Quant::Channel(c));
                 w
             }
             _ => {
+                let q = match ints {
+                    Some(q) => q,
+                    None => (self.const_i32(b_name)?).map(|(_, q)| q).unwrap_or_default(),
+                };
                 let data = dequantize::dequantize_linear(
                     &q,
                     &shape,
@@ -259,7 +279,7 @@ impl<'a> Importer<'a> {
     fn channel_codes(
         &self,
         node: &NodeProto,
-        codes: &[i32],
+        codes: &[u8],
         scale: &[f32],
         zp: Option<&[f32]>,
     ) -> Option<Quant> {
@@ -282,8 +302,10 @@ impl<'a> Importer<'a> {
         let zero_points = (0..n)
             .map(|j| zp.map_or(0, |z| z[j % z.len()] as i32))
             .collect();
-        let bytes: Vec<u8> = codes.iter().map(|&c| c as u8).collect();
-        let q = ChannelQuant::from_kn(signed, &bytes, k, scales, zero_points);
+        if codes.len() != k * n {
+            return None;
+        }
+        let q = ChannelQuant::from_kn(signed, codes, k, scales, zero_points);
         Some(Quant::Channel(q))
     }
 

@@ -36,7 +36,18 @@ export function serve({ mounts, port = 0, fallback = null, isolated = true, head
   const table = Object.entries(mounts)
     .map(([prefix, dir]) => [prefix, resolve(dir)])
     .sort((a, b) => b[0].length - a[0].length);
+  // The last requests, for a test that waits on a page to say what the page last asked for
+  // (a page's own steps can be logged as GETs of /__trace/<step>, answered 404).
+  const log = [];
+  const t0 = Date.now();
   const server = createServer(async (req, res) => {
+    const entry = { at: Date.now() - t0, method: req.method, path: req.url, status: null, ms: null };
+    log.push(entry);
+    if (log.length > 200) log.shift();
+    res.on('close', () => {
+      entry.status = res.writableFinished ? res.statusCode : `${res.statusCode}, closed unfinished`;
+      entry.ms = Date.now() - t0 - entry.at;
+    });
     const headers = isolated ? {
       'Cross-Origin-Opener-Policy': 'same-origin',
       'Cross-Origin-Embedder-Policy': 'require-corp',
@@ -59,6 +70,10 @@ export function serve({ mounts, port = 0, fallback = null, isolated = true, head
       res.writeHead(200, { ...headers, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.byteLength });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
+    if (path.startsWith('/__trace/')) {
+      res.writeHead(204, headers);
+      return res.end();
+    }
     const mount = table.find(([prefix]) => path.startsWith(prefix) || `${path}/` === prefix);
     if (!mount) return fallback ? spa() : fail(404, 'not found');
     const [prefix, dir] = mount;
@@ -94,6 +109,8 @@ export function serve({ mounts, port = 0, fallback = null, isolated = true, head
       const url = `http://127.0.0.1:${server.address().port}/`;
       ok({
         url,
+        /** The last `n` requests, one line each: start (ms since the server started), method, path, status, duration. */
+        requests: (n = 40) => log.slice(-n).map((e) => `${e.at} ms ${e.method} ${e.path} → ${e.status ?? 'pending'}${e.ms == null ? '' : ` (${e.ms} ms)`}`),
         close: () => new Promise((done) => {
           server.closeAllConnections();
           server.close(done);

@@ -114,6 +114,13 @@ const cosine = (a, b) => {
 
 /** In the page: the feature probes, every task on the goldens' inputs, timings. */
 async function packageRun({ pii, minilm, seqcls, qa, timing }) {
+  // Each step in the server's request log (serve.mjs), for a run that never answers.
+  const step = (s) => fetch(`/__trace/${encodeURIComponent(s)}`).catch(() => {});
+  const stages = (label) => {
+    let last = null;
+    return (e) => e.stage !== last && step(`${label}: ${(last = e.stage)}`);
+  };
+  step('packageRun');
   const { pipeline, webgpuAdapter } = await import('/pkg/webert.js');
   const { hasRelaxedSimd } = await import('/pkg/simd.js');
   const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
@@ -121,11 +128,12 @@ async function packageRun({ pii, minilm, seqcls, qa, timing }) {
     isolated: self.crossOriginIsolated, sab: typeof SharedArrayBuffer !== 'undefined', relaxed: hasRelaxedSimd(),
     gpu: !!navigator.gpu, adapter: await webgpuAdapter(), ua: navigator.userAgent,
   };
-  const ner = await pipeline('ner', '/models/pii/');
+  const ner = await pipeline('ner', '/models/pii/', { onProgress: stages('ner') });
   out.nerInfo = { wasmBuild: ner.info.wasmBuild, wasmBuildNote: ner.info.wasmBuildNote ?? null, threads: ner.info.threads, backend: ner.backend, cacheError: ner.info.cacheError ?? null };
   out.pii = [];
   for (const text of pii) out.pii.push(await ner(text, { aggregation_strategy: 'first' }));
-  const fx = await pipeline('feature-extraction', '/models/minilm/', { dtype: 'fp32' });
+  step('ner calls done');
+  const fx = await pipeline('feature-extraction', '/models/minilm/', { dtype: 'fp32', onProgress: stages('fx') });
   out.fxInfo = { wasmBuild: fx.info.wasmBuild, backend: fx.backend };
   out.minilm = [];
   for (const text of minilm) out.minilm.push(Array.from((await fx(text, { pooling: 'mean', normalize: true })).data));
@@ -135,14 +143,16 @@ async function packageRun({ pii, minilm, seqcls, qa, timing }) {
     for (let i = 0; i < 13; i++) ms.push((await p(timing)).ms);
     out.timing[name] = +median(ms.slice(3)).toFixed(1);
   }
-  const clf = await pipeline('text-classification', '/heads/seqcls/');
+  step('timing done');
+  const clf = await pipeline('text-classification', '/heads/seqcls/', { onProgress: stages('clf') });
   out.seqcls = [];
   for (const input of seqcls) out.seqcls.push(await clf(input, { top_k: null }));
-  const answer = await pipeline('question-answering', '/heads/qa/');
+  const answer = await pipeline('question-answering', '/heads/qa/', { onProgress: stages('qa') });
   out.qa = [];
   for (const c of qa) out.qa.push(await answer(c.question, c.context, c.params));
   // More threads, where the page is cross-origin isolated and the engine shares memory.
-  const two = await pipeline('ner', '/models/pii/', { threads: 2 });
+  step('qa done');
+  const two = await pipeline('ner', '/models/pii/', { threads: 2, onProgress: stages('two threads') });
   out.two = { threads: two.info.threads, wasmBuild: two.info.wasmBuild, threadsNote: two.info.threadsNote ?? null, first: await two(pii[0], { aggregation_strategy: 'first' }) };
   // WebGPU insisted on: an error at once where there is none, else an answer.
   const t0 = performance.now();
@@ -157,10 +167,18 @@ async function packageRun({ pii, minilm, seqcls, qa, timing }) {
 async function cacheRun() {
   const { pipeline, clearCache } = await import('/pkg/webert.js');
   await clearCache('/models/minilm/');
+  const step = (s) => fetch(`/__trace/${encodeURIComponent(s)}`).catch(() => {});
   const load = async () => {
     const events = [];
+    let last = null;
     // Options of its own: a worker not shared with any other pipeline of the page.
-    const p = await pipeline('feature-extraction', '/models/minilm/', { downloadTimeout: 29_000, onProgress: (e) => events.push(e) });
+    const p = await pipeline('feature-extraction', '/models/minilm/', {
+      downloadTimeout: 29_000,
+      onProgress: (e) => {
+        events.push(e);
+        if (e.stage !== last) step(`cacheRun: ${(last = e.stage)}`);
+      },
+    });
     const info = { cacheError: p.info.cacheError ?? null };
     p.dispose(); // the worker ends here
     return { info, downloads: events.filter((e) => e.stage === 'download').map((e) => !!e.cached), warnings: events.filter((e) => e.stage === 'warning').map((e) => e.message) };
@@ -426,6 +444,10 @@ for (const engine of WANT) {
       assert.match(p.threadsNote, /not cross-origin isolated/);
       sameEntities('PII, not isolated', golden('pii.json').cases[0].text, p.first, golden('pii.json').cases[0].pipeline.first);
       assert.deepEqual(realErrors(await b.errors()), [], 'console errors');
+    } catch (e) {
+      // What the page last asked the server for: where a run that never answered stopped.
+      console.error(`${engine}: the server's last requests:\n  ${isolated.requests().join('\n  ')}`);
+      throw e;
     } finally {
       await b.close();
     }

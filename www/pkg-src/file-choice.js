@@ -3,9 +3,10 @@
 
 import { isNode } from './platform.js';
 
-// Which files to read comes from the engine (`modelFiles()` of the wasm glue), as a layout
-// `{ required, text, weights }`: the files a folder must have, the text files read when
-// present, and the weight files in the engine's order of preference.
+// Which files to read comes from the engine (`modelFiles()`, generated into layout.js so that
+// downloads start before the module does), as a layout `{ required, text, weights, dtypes }`:
+// the files a folder must have, the text files read when present, and the weight files in the
+// engine's order of preference; `layout.pick` (the module's choice) once `layout.ready`.
 
 /**
  * The files of `names` that the engine needs: config, tokenizer, and one set of weights (the

@@ -201,7 +201,10 @@ impl<'a> Importer<'a> {
     ) -> Result<Option<(Value, Option<Value>, String)>, OnnxError> {
         let b_name = input(node, 1);
         // 8-bit codes stored raw are read as they are; others (and the fallback) as integers.
-        let raw = self.consts.get(b_name).and_then(|t| tensor::raw_8bit(t).map(|b| (t, b)));
+        let raw = self
+            .consts
+            .get(b_name)
+            .and_then(|t| tensor::raw_8bit(t).map(|b| (t, b)));
         let (shape, ints) = match raw {
             Some((t, _)) => {
                 let shape = tensor::shape(t).map_err(tensor_err(b_name))?;
@@ -250,7 +253,9 @@ impl<'a> Importer<'a> {
             _ => {
                 let q = match ints {
                     Some(q) => q,
-                    None => (self.const_i32(b_name)?).map(|(_, q)| q).unwrap_or_default(),
+                    None => (self.const_i32(b_name)?)
+                        .map(|(_, q)| q)
+                        .unwrap_or_default(),
                 };
                 let data = dequantize::dequantize_linear(
                     &q,

@@ -710,6 +710,44 @@ fn q8_dynamic_quantization_int8_and_uint8_weights() {
     }
 }
 
+/// 8-bit codes are read straight from `raw_data`; the same codes as `int32_data` (the other
+/// encoding ONNX allows) take the integer path: both give the same weights and codes.
+#[test]
+fn q8_codes_raw_or_as_int32_data_import_alike() {
+    for signed in [true, false] {
+        let (bytes, _) = build(Spec {
+            enc: Enc::Integer { signed },
+            table: Table::GatherDq,
+            ..Default::default()
+        });
+        let mut model = ModelProto::decode(bytes.as_slice()).unwrap();
+        let graph = model.graph.as_mut().unwrap();
+        let mut moved = 0;
+        for t in &mut graph.initializer {
+            let int8 = t.data_type == dtype::INT8;
+            if (int8 || t.data_type == dtype::UINT8) && t.raw_data.len() > 1 {
+                t.int32_data = (t.raw_data.iter())
+                    .map(|&b| if int8 { b as i8 as i32 } else { b as i32 })
+                    .collect();
+                t.raw_data.clear();
+                moved += 1;
+            }
+        }
+        assert!(moved > 0, "the builder stores q8 codes raw");
+        let (raw, ints) = (import(&bytes), import(&model.encode_to_vec()));
+        assert_eq!(raw.len(), ints.len());
+        for (name, a) in &raw {
+            let b = &ints[name];
+            assert_eq!((&a.shape, &a.data), (&b.shape, &b.data), "{name}");
+            assert_eq!(a.quant, b.quant, "{name}");
+        }
+        assert!(
+            raw.values().any(|t| t.quant.is_some()),
+            "signed {signed}: no codes kept"
+        );
+    }
+}
+
 #[test]
 fn q4_matmul_nbits() {
     check(Spec {

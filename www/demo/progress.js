@@ -45,7 +45,8 @@ export function progressRow(want) {
         row.text = `Downloading ${name}: ${mb(p.bytes)} / ${total ? mb(total) : '?'} MB${p.cached ? ' (from the cache)' : ''}`;
         bar.max = total || 1;
         bar.value = p.bytes;
-      } else if (p.stage === 'compile') {
+      } else if (p.stage === 'compile' && (p.bytes > 0 || !row.downloading)) {
+        // (The module's own start, bytes 0, runs during the downloads: their bar stays.)
         row.text = `Preparing ${name}…`;
         bar.removeAttribute('value');
       } else if (p.stage === 'upload') {

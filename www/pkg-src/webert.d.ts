@@ -14,7 +14,9 @@ export type ModelSource =
 
 export interface LoadProgress {
   /**
-   * `compile`: starting the WebAssembly module, then building the model; `upload`: setting up
+   * `compile`: starting the WebAssembly module (`file`: the .wasm; it runs while the model's
+   * files download, so this event may come before or among the `download` ones), then building
+   * the model (`bytes` > 0, after the downloads); `upload`: setting up
    * WebGPU and its weights, and under `device: 'auto'` timing WebGPU against the CPU.
    */
   stage: 'download' | 'compile' | 'upload' | 'ready' | 'warning';

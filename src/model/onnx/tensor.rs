@@ -107,7 +107,6 @@ pub(super) fn to_i64(t: &TensorProto) -> Result<Vec<i64>, Reason> {
         .collect())
 }
 
-/// Integer tensor (8/16/32-bit or packed 4-bit) as i32, one value per logical element.
 /// The codes of an INT8 / UINT8 tensor stored as `raw_data` of the right length, as bytes.
 pub(super) fn raw_8bit(t: &TensorProto) -> Option<&[u8]> {
     let n = numel(&shape(t).ok()?).ok()?;
@@ -115,6 +114,7 @@ pub(super) fn raw_8bit(t: &TensorProto) -> Option<&[u8]> {
     (eight && n > 0 && t.raw_data.len() == n).then_some(t.raw_data.as_slice())
 }
 
+/// Integer tensor (8/16/32-bit or packed 4-bit) as i32, one value per logical element.
 pub(super) fn to_i32(t: &TensorProto) -> Result<Vec<i32>, Reason> {
     let n = numel(&shape(t)?)?;
     let nibbles = |bytes: &mut dyn Iterator<Item = u8>, signed: bool| -> Vec<i32> {

@@ -49,20 +49,25 @@ fn options(t: &TaskSpec) -> String {
     format!("options: [{}], defaults: {defaults}", names.join(", "))
 }
 
-#[test]
-fn the_package_task_table_is_the_registry() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("www/pkg-src/tasks.js");
-    let want = generated();
+/// Fails when the package's generated `file` is not `want` (written from `source`); writes
+/// it under `WEBERT_BLESS`.
+fn check_generated(file: &str, want: String, source: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
     if std::env::var_os("WEBERT_BLESS").is_some() {
         std::fs::write(&path, &want).unwrap();
     }
     let got = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         got == want,
-        "{} differs from src/tasks/registry.rs; write it again with \
+        "{} differs from {source}; write it again with \
          `WEBERT_BLESS=1 cargo test --test task_table`. Expected:\n{want}",
         path.display()
     );
+}
+
+#[test]
+fn the_package_task_table_is_the_registry() {
+    check_generated("www/pkg-src/tasks.js", generated(), "src/tasks/registry.rs");
 }
 
 #[test]
@@ -139,16 +144,9 @@ fn generated_layout() -> String {
 
 #[test]
 fn the_package_file_layout_is_the_engines() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("www/pkg-src/layout.js");
-    let want = generated_layout();
-    if std::env::var_os("WEBERT_BLESS").is_some() {
-        std::fs::write(&path, &want).unwrap();
-    }
-    let got = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        got == want,
-        "{} differs from src/model/files.rs; write it again with \
-         `WEBERT_BLESS=1 cargo test --test task_table`. Expected:\n{want}",
-        path.display()
+    check_generated(
+        "www/pkg-src/layout.js",
+        generated_layout(),
+        "src/model/files.rs",
     );
 }

@@ -92,9 +92,9 @@ fn main(
             tile_max = max(tile_max, ss[qi * BK + j]);
         }
         let m_new = max(m, tile_max);
-        ps[qi * BK + lane] = select(0.0, exp(s - m_new), valid);
+        ps[qi * BK + lane] = select(0.0, exp_poly(s - m_new), valid);
         workgroupBarrier();
-        let corr = exp(m - m_new);
+        let corr = exp_poly(m - m_new);
         m = m_new;
         l *= corr;
         for (var c = 0u; c < 4u; c++) {

@@ -34,8 +34,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         dot += relative_terms(h, row, j, q0, k0);
         let s = dot * p.scale + score_bias(h, row, j);
         let m_new = max(m, s);
-        let corr = exp(m - m_new);
-        let pj = exp(s - m_new);
+        let corr = exp_poly(m - m_new);
+        let pj = exp_poly(s - m_new);
         l = l * corr + pj;
         m = m_new;
         let v0 = k0 + p.hidden;

@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, lanes: Lanes) {
     m = reduce_max(lanes, m);
     var sum = 0.0;
     for (var j = t; j < len; j += WG) {
-        let e = select(0.0, exp(scores[j] - m), j >= keys.x && j < keys.y);
+        let e = select(0.0, exp_poly(scores[j] - m), j >= keys.x && j < keys.y);
         scores[j] = e;
         sum += e;
     }

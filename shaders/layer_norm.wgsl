@@ -24,7 +24,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, l: Lanes) {
         let d = x[o0 + c] - mean;
         sq += d * d;
     }
-    let inv = inverseSqrt(reduce_sum(l, sq) / f32(p.dim) + p.eps);
+    let inv = 1.0 / sqrt(reduce_sum(l, sq) / f32(p.dim) + p.eps);
     for (var c = t; c < p.dim; c += WG) {
         x[o0 + c] = (x[o0 + c] - mean) * inv * gamma[c] + beta[c];
     }

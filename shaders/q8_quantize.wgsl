@@ -11,6 +11,23 @@
 @group(0) @binding(5) var<storage, read_write> xq: array<u32>;
 @group(0) @binding(6) var<storage, read_write> ameta: array<vec4<u32>>;
 
+// x / scale where it decides a code: the quick division, unless it lies so near a
+// half-integer that its error could round it to the other code.
+fn code_quotient(x: f32, scale: f32) -> f32 {
+    let y = x / scale;
+    let near = abs(abs(y - trunc(y)) - 0.5) <= 1e-6 * max(abs(y), 1.0);
+    return select(y, div_rn(x, scale), near);
+}
+
+fn codes_quotient(x: vec4<f32>, scale: f32) -> vec4<f32> {
+    return vec4<f32>(
+        code_quotient(x.x, scale),
+        code_quotient(x.y, scale),
+        code_quotient(x.z, scale),
+        code_quotient(x.w, scale),
+    );
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, l: Lanes) {
     let t = l.t;
@@ -41,12 +58,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, l: Lanes) {
     }
     let mn = -reduce_max(l, -lo);
     let mx = reduce_max(l, hi);
-    let scale = select((mx - mn) / 255.0, 1.0, mx == mn);
-    let zp = round(clamp(0.0 - mn / scale, 0.0, 255.0));
+    let scale = select(div_rn(mx - mn, 255.0), 1.0, mx == mn);
+    let zp = round(clamp(0.0 - div_rn(mn, scale), 0.0, 255.0));
     let kw = p.k / 4u;
     var sum = 0.0;
     for (var c = t; c < kw; c += WG) {
-        let q = clamp(round(x[r * kw + c] / scale) + zp, vec4<f32>(0.0), vec4<f32>(255.0));
+        let q = clamp(round(codes_quotient(x[r * kw + c], scale)) + zp, vec4<f32>(0.0), vec4<f32>(255.0));
         let u = vec4<u32>(q);
         xq[r * kw + c] = u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u);
         sum += q.x + q.y + q.z + q.w;

@@ -11,6 +11,8 @@ mod gemm_plan;
 mod gemm_steps;
 mod gemm_trials;
 mod kernels;
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod math_wgsl_tests;
 mod op_steps;
 mod packed;
 mod params;

@@ -11,10 +11,17 @@ use super::params::{
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const COMMON_SUBGROUP: &str = include_str!("../../shaders/common_subgroup.wgsl");
 const COMMON_LANES: &str = include_str!("../../shaders/common_lanes.wgsl");
-const ACTIVATION: &str = include_str!("../../shaders/activation.wgsl");
+const MATH: &str = include_str!("../../shaders/math.wgsl");
+const ACTIVATION: &str = concat!(
+    include_str!("../../shaders/math.wgsl"),
+    include_str!("../../shaders/activation.wgsl")
+);
 const GEMM: &str = include_str!("../../shaders/gemm.wgsl");
 const GEMM_OUT: &str = include_str!("../../shaders/gemm_out.wgsl");
-const ATTENTION_IO: &str = include_str!("../../shaders/attention_io.wgsl");
+const ATTENTION_IO: &str = concat!(
+    include_str!("../../shaders/math.wgsl"),
+    include_str!("../../shaders/attention_io.wgsl")
+);
 
 impl Kernel {
     /// The WGSL of this kernel's uniforms (see `params.rs`).
@@ -138,7 +145,10 @@ impl Kernel {
                 include_str!("../../shaders/gemm_q8_int.wgsl"),
             ),
             Kernel::Q8Range => (&[COMMON], include_str!("../../shaders/q8_range.wgsl")),
-            Kernel::Q8Quantize => (&[COMMON], include_str!("../../shaders/q8_quantize.wgsl")),
+            Kernel::Q8Quantize => (
+                &[COMMON, MATH],
+                include_str!("../../shaders/q8_quantize.wgsl"),
+            ),
         };
         let mut consts = match self.tile_rows() {
             _ if self == Kernel::GemmLanes => String::new(),

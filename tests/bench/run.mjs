@@ -103,13 +103,15 @@ function print(results) {
   console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
   for (const r of rows) console.log(line(r));
   for (const r of results) if (r.adapter) console.log(`WebGPU adapter (${r.device} rows): ${r.adapter}`);
-  // Loads in page order: the first model's include each engine's wasm start; webert's each start a Worker.
+  // Loads in page order: the first model's include each engine's wasm start; a later webert load
+  // takes the worker the previous model's pipeline left (env.spareWorkerMs), "new worker" when not.
   console.log('\nloads (ms; webert phases from info.loadPhases):');
   for (const r of results) for (const l of r.loads ?? []) {
     const p = l.phases ?? {};
     const phases = Object.entries(p).filter(([k]) => k !== 'build').map(([k, v]) => `${k} ${v}`).join(', ');
     const build = p.build ? ` (build: ${Object.entries(p.build).map(([k, v]) => `${k} ${v}`).join(', ')})` : '';
-    console.log(`  ${l.model}, ${r.threads}T: webert ${l.webert_ms.toFixed(0)}, transformers.js ${l.tjs_ms.toFixed(0)}, ratio ${(l.tjs_ms / l.webert_ms).toFixed(2)}x; ${phases}${build}`);
+    const worker = l.worker_reused ? 'reused worker' : 'new worker';
+    console.log(`  ${l.model}, ${r.threads}T (${worker}): webert ${l.webert_ms.toFixed(0)}, transformers.js ${l.tjs_ms.toFixed(0)}, ratio ${(l.tjs_ms / l.webert_ms).toFixed(2)}x; ${phases}${build}`);
   }
   console.log('\nagreement:');
   for (const r of results) for (const row of r.rows) console.log(`  ${row.model} ${row.tokens} tok, ${row.device} ${row.threads}T: ${row.detail}`);

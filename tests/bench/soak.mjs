@@ -109,8 +109,9 @@ export async function soak({ calls = 10_000, every = 1000, longEvery = 40, abort
   try {
     await page.goto(server.url);
     await page.evaluate(async () => {
-      const { pipeline } = await import('/pkg/webert.js');
+      const { pipeline, env } = await import('/pkg/webert.js');
       const { testHooks } = await import('/pkg/testing.js');
+      env.spareWorkerMs = 0; // memory per checkpoint: no disposed load's worker waits
       const opts = { device: 'cpu' };
       const [ner, fx, clf] = await Promise.all([
         pipeline('ner', '/models/pii/', { ...opts, weights: 'onnx/model_q4.onnx' }),

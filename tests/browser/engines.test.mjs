@@ -163,9 +163,12 @@ async function packageRun({ pii, minilm, seqcls, qa, timing }) {
   return out;
 }
 
-/** In the page: a model cached by its worker, the worker ended by dispose(), then loaded again. */
+/**
+ * In the page: a model cached by its worker, the worker ended by dispose(), then loaded again;
+ * then twice more with a spare worker: the last load takes the worker the third one left.
+ */
 async function cacheRun() {
-  const { pipeline, clearCache } = await import('/pkg/webert.js');
+  const { pipeline, clearCache, env } = await import('/pkg/webert.js');
   await clearCache('/models/minilm/');
   const step = (s) => fetch(`/__trace/${encodeURIComponent(s)}`).catch(() => {});
   const load = async () => {
@@ -179,14 +182,21 @@ async function cacheRun() {
         if (e.stage !== last) step(`cacheRun: ${(last = e.stage)}`);
       },
     });
-    const info = { cacheError: p.info.cacheError ?? null };
-    p.dispose(); // the worker ends here
-    return { info, downloads: events.filter((e) => e.stage === 'download').map((e) => !!e.cached), warnings: events.filter((e) => e.stage === 'warning').map((e) => e.message) };
+    const info = { cacheError: p.info.cacheError ?? null, workerReused: p.info.workerReused };
+    const vector = Array.from((await p('a short text', { pooling: 'mean', normalize: true })).data);
+    p.dispose(); // the worker ends here, or waits for the next pipeline
+    return { info, vector, downloads: events.filter((e) => e.stage === 'download').map((e) => !!e.cached), warnings: events.filter((e) => e.stage === 'warning').map((e) => e.message) };
   };
+  env.spareWorkerMs = 0;
   const first = await load();
   await new Promise((ok) => setTimeout(ok, 300));
   const keys = (await (await caches.open('webert-models-v1')).keys()).map((r) => r.url.replace(/^.*\/models\//, ''));
-  return { first, keys, second: await load() };
+  const second = await load();
+  env.spareWorkerMs = 5000;
+  const third = await load();
+  const fourth = await load();
+  env.spareWorkerMs = 0;
+  return { first, keys, second, third, fourth };
 }
 
 /** In the page, before the package is imported: the page sees no cached entry, as if the browser dropped them. */
@@ -429,6 +439,10 @@ for (const engine of WANT) {
       assert.deepEqual(cache.keys.filter((k) => k.startsWith('minilm/')).sort(), ['minilm/.webert-files.json', 'minilm/config.json', 'minilm/onnx/model_quantized.onnx', 'minilm/tokenizer.json', 'minilm/tokenizer_config.json']);
       assert.ok(cache.second.downloads.length > 0 && cache.second.downloads.every((x) => x), `every file from the cache after dispose(): ${cache.second.downloads}`);
       assert.deepEqual([cache.first.warnings, cache.second.warnings, cache.first.info.cacheError], [[], [], null]);
+      // A disposed pipeline's worker, kept for the next: the same answers from it.
+      assert.deepEqual([cache.first, cache.second, cache.third, cache.fourth].map((l) => l.info.workerReused), [false, false, false, true]);
+      assert.deepEqual(cache.fourth.vector, cache.third.vector);
+      assert.ok(cosine(cache.third.vector, cache.first.vector) > 0.99999, 'the same model each time');
       await b.goto(`${isolated.url}blank/?not-kept`);
       const lost = await b.evaluate(notKeptRun);
       assert.match(lost.cacheError, /^not kept/);

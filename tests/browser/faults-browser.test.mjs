@@ -35,6 +35,10 @@ before(async () => {
   browser = await launch();
   page = browser.page;
   await page.goto(server.url);
+  // These tests count workers and the memory a dispose() returns: no spare worker waits.
+  await page.evaluate(async () => {
+    (await import('/pkg/webert.js')).env.spareWorkerMs = 0;
+  });
 });
 
 after(async () => {

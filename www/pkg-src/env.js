@@ -22,6 +22,10 @@ export const env = {
   cacheDir: isNode ? import.meta.url.replace(/[^/]*$/, '.cache/') : null,
   /** Node: `false` keeps nothing on disk. */
   useFSCache: isNode,
+  /** Browsers: how long a disposed pipeline's worker, its model dropped, waits for the next
+   * pipeline (which then skips starting a worker and its WebAssembly module); 0 ends it at
+   * `dispose()`. Its WebAssembly memory, which cannot shrink, stays reserved meanwhile. */
+  spareWorkerMs: 5000,
   /** transformers.js's ONNX Runtime settings; `onnx.wasm.numThreads` is the default `threads`. */
   backends: { onnx: { wasm: {}, webgpu: {} } },
 };

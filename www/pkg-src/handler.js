@@ -30,6 +30,10 @@ export class Handler {
         };
         return this.model.call(task, request, watch).finally(() => this.aborted.delete(id));
       }
+      case 'dispose':
+        this.dispose();
+        this.model = null;
+        return null;
       case 'fit':
         return this.model.fit(features, labels, C);
       case 'head':

@@ -5,8 +5,37 @@ import { withScheme } from './urls.js';
 import { isNode } from './platform.js';
 import { LocalHost, WorkerHost } from './host.js';
 import { holdModelCache, missingEntries } from './cache.js';
+import { env } from './env.js';
 
 const shared = new Map();
+
+// A worker whose pipelines were all disposed, its model dropped, kept `env.spareWorkerMs` for
+// the next pipeline that asks for the same build (`threads`): starting a module worker and its
+// WebAssembly module is 100-180 ms of a load. One at most.
+let spare = null;
+
+function endSpare() {
+  const s = spare;
+  spare = null;
+  if (s) {
+    clearTimeout(s.timer);
+    s.host.fail(new Error('the pipeline was disposed'));
+  }
+}
+
+function takeSpare(threads) {
+  if (!spare || spare.threads !== threads || spare.host.dead) return endSpare();
+  const { host, timer } = spare;
+  spare = null;
+  clearTimeout(timer);
+  return host;
+}
+
+function keepSpare(host, threads) {
+  endSpare();
+  host.send({ op: 'dispose' }).catch(() => {});
+  spare = { host, threads, timer: setTimeout(endSpare, env.spareWorkerMs) };
+}
 
 /** A pipeline's entry (attached to the pipeline), for `train()` on an encoder pipeline. */
 export const ENTRY = Symbol('webert model entry');
@@ -28,14 +57,20 @@ export function acquire(model, options, onProgress) {
     existing.refs++;
     return existing;
   }
-  const host = inWorker ? new WorkerHost() : new LocalHost();
-  const entry = { host, refs: 1, key };
+  const threads = JSON.stringify(rest.threads ?? null);
+  const reused = inWorker ? takeSpare(threads) : null;
+  const host = reused ?? (inWorker ? new WorkerHost() : new LocalHost());
+  const entry = { host, refs: 1, key, threads, loaded: false };
   // A worker's cached files must outlive it (cache.js): the page holds the cache open first.
   const held = inWorker && rest.cache !== false ? holdModelCache() : null;
   const start = performance.now();
   entry.ready = Promise.resolve(held).then(() => host.send({ op: 'load', source, options: inWorker ? rest : { ...rest, signal } }, { onProgress }))
     .then((info) => checkKept(info, inWorker, onProgress))
-    .then((info) => withWall(info, performance.now() - start, performance.timeOrigin + start));
+    .then((info) => withWall(info, performance.now() - start, performance.timeOrigin + start))
+    .then((info) => {
+      entry.loaded = true;
+      return inWorker ? { ...info, workerReused: !!reused } : info;
+    });
   if (signal) {
     const abort = () => host.fail(signal.reason ?? new DOMException('model loading aborted', 'AbortError'));
     signal.addEventListener('abort', abort, { once: true });
@@ -85,5 +120,8 @@ export function retain(entry) {
 export function release(entry) {
   if (--entry.refs > 0) return;
   if (entry.key && shared.get(entry.key) === entry) shared.delete(entry.key);
-  entry.host.fail(new Error('the pipeline was disposed'));
+  const { host } = entry;
+  const idle = host instanceof WorkerHost && !host.dead && host.pending.size === 0 && !host.laneReject;
+  if (idle && entry.loaded && env.spareWorkerMs > 0) return keepSpare(host, entry.threads);
+  host.fail(new Error('the pipeline was disposed'));
 }

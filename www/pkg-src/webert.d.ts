@@ -202,6 +202,8 @@ export interface ModelInfo {
     compile_ms: number; files_ms: number; start_and_files_ms: number; copy_ms: number; build_ms: number; warm_ms: number; total_ms: number; wall_ms: number; worker_ms: number; worker_start_ms: number;
     build: { parse_ms: number; plan_ms: number; gpu_ms: number; pack_ms: number; probe_ms: number };
   };
+  /** In a worker: whether this pipeline took the worker a disposed one left (`env.spareWorkerMs`). */
+  workerReused?: boolean;
   /** The WebGPU adapter's vendor/architecture/description, when a GPU was set up. */
   adapter?: string | null;
   /** With WebGPU: how many GEMM tilings timed by earlier loads were read from the Cache API (each used where still valid for this adapter). */
@@ -680,6 +682,13 @@ export const env: {
   cacheDir: string | null;
   /** Node: `false` keeps nothing on disk (default true). */
   useFSCache: boolean;
+  /**
+   * Browsers: how long, in ms, a worker whose pipelines were all disposed waits, its model
+   * dropped, for the next pipeline with the same `threads` option, which then skips starting a
+   * worker and its WebAssembly module (`info.workerReused`); default 5000, 0 ends it at
+   * `dispose()`. Its WebAssembly memory, which cannot shrink, stays reserved meanwhile.
+   */
+  spareWorkerMs: number;
   /** transformers.js's ONNX Runtime settings: `onnx.wasm.numThreads` is the default `threads`; the rest is not read. */
   backends: { onnx: { wasm: { numThreads?: number; [key: string]: unknown }; webgpu: Record<string, unknown> } };
 };

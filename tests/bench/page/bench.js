@@ -151,8 +151,8 @@ async function main() {
     const t = await tjsPipeline(m.task, m.tjs, { dtype: m.dtype, device });
     const tLoad = performance.now() - t0;
     log(`${m.label}: loaded webert ${wLoad.toFixed(0)} ms (${w.backend}), transformers.js ${tLoad.toFixed(0)} ms (${device})`);
-    log(`  webert load phases: ${JSON.stringify(w.info.loadPhases)}`);
-    res.loads.push({ model: m.label, webert_ms: wLoad, tjs_ms: tLoad, phases: w.info.loadPhases });
+    log(`  webert load phases${w.info.workerReused ? ' (the previous model\'s worker)' : ''}: ${JSON.stringify(w.info.loadPhases)}`);
+    res.loads.push({ model: m.label, webert_ms: wLoad, tjs_ms: tLoad, phases: w.info.loadPhases, worker_reused: !!w.info.workerReused });
     for (const n of tokenTargets) {
       const { text, tokens } = textWithTokens(t.tokenizer, n);
       const opts = embeds(key) ? { pooling: 'mean', normalize: false } : {};

@@ -78,6 +78,7 @@ test('env has transformers.js names and defaults', async () => {
     useBrowserCache: true,
     cacheDir: new URL('.cache/', pathToFileURL(join(PKG, 'env.js'))).href, // the package's folder, as transformers.js
     useFSCache: true,
+    spareWorkerMs: 5000, // webert's own: how long a disposed pipeline's worker waits for the next
     backends: { onnx: { wasm: {}, webgpu: {} } },
   });
 });

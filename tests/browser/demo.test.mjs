@@ -376,7 +376,9 @@ test('the threads build: 2 threads answer the goldens, bit for bit as 1 thread, 
 test('through the worker: progress, Cache API, abort and clear errors', T, async () => {
   await page.waitForFunction(() => document.querySelector('#backend').textContent.startsWith('CPU'), null, { timeout: 120_000 });
   const r = await page.evaluate(async (sum) => {
-    const { pipeline, clearCache } = await import('/pkg/webert.js');
+    const { pipeline, clearCache, env } = await import('/pkg/webert.js');
+    // Each load in a fresh worker (no spare worker waits after dispose()), whose events these are.
+    env.spareWorkerMs = 0;
     // With a checksum these pipelines differ from the page's own (equal ones share a worker).
     const sha256 = { 'onnx/model_q4.onnx': sum };
     const stages = async (opts) => {
@@ -645,7 +647,8 @@ test('WebGPU (SwiftShader): gpuTilings timed gives the CPU\'s answers and says s
   try {
     await b.page.goto(`${server.url}?device=cpu`);
     const r = await b.page.evaluate(async () => {
-      const { pipeline } = await import('/pkg/webert.js');
+      const { pipeline, env } = await import('/pkg/webert.js');
+      env.spareWorkerMs = 0; // each model in its own worker and instance, as a later page's
       const text = 'John Smith lives at 42 Elm Street, Springfield.';
       const run = async (options) => {
         try {

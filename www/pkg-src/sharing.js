@@ -24,7 +24,7 @@ function endSpare() {
 }
 
 function takeSpare(threads) {
-  if (!spare || spare.threads !== threads || spare.host.dead) return endSpare();
+  if (!spare || spare.threads !== threads || spare.host.dead || !(env.spareWorkerMs > 0)) return endSpare();
   const { host, timer } = spare;
   spare = null;
   clearTimeout(timer);

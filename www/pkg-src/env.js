@@ -24,7 +24,7 @@ export const env = {
   useFSCache: isNode,
   /** Browsers: how long a disposed pipeline's worker, its model dropped, waits for the next
    * pipeline (which then skips starting a worker and its WebAssembly module); 0 ends it at
-   * `dispose()`. Its WebAssembly memory, which cannot shrink, stays reserved meanwhile. */
+   * `dispose()`, and a worker already waiting at the next load. Its WebAssembly memory, which cannot shrink, stays reserved meanwhile. */
   spareWorkerMs: 5000,
   /** transformers.js's ONNX Runtime settings; `onnx.wasm.numThreads` is the default `threads`. */
   backends: { onnx: { wasm: {}, webgpu: {} } },

@@ -686,7 +686,7 @@ export const env: {
    * Browsers: how long, in ms, a worker whose pipelines were all disposed waits, its model
    * dropped, for the next pipeline with the same `threads` option, which then skips starting a
    * worker and its WebAssembly module (`info.workerReused`); default 5000, 0 ends it at
-   * `dispose()`. Its WebAssembly memory, which cannot shrink, stays reserved meanwhile.
+   * `dispose()` (and a worker already waiting, at the next load). Its WebAssembly memory, which cannot shrink, stays reserved meanwhile.
    */
   spareWorkerMs: number;
   /** transformers.js's ONNX Runtime settings: `onnx.wasm.numThreads` is the default `threads`; the rest is not read. */

@@ -447,6 +447,7 @@ pub(crate) use row_ops;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::activation::erf_series;
 
     #[test]
     fn exp_erf_tanh_match_std() {
@@ -480,16 +481,6 @@ mod tests {
         let tiny = exp(-1000.0, &COEFFS);
         assert!(tiny > 0.0 && tiny < 1e-30);
         assert!(exp(1000.0, &COEFFS).is_finite());
-    }
-
-    /// erf in f64 by its Taylor series (exact to ~1e-13 for |x| ≤ 3).
-    fn erf_series(x: f64) -> f64 {
-        let (mut term, mut sum) = (x, x);
-        for n in 1..80 {
-            term *= -x * x / n as f64;
-            sum += term / (2 * n + 1) as f64;
-        }
-        sum * 2.0 / std::f64::consts::PI.sqrt()
     }
 
     #[test]

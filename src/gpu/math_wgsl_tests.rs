@@ -1,6 +1,7 @@
 //! `shaders/math.wgsl` run on the local adapter (lavapipe in CI): the exactly rounded division
 //! the q8 quantizer relies on, and the elementary functions both executors share.
 
+use crate::model::activation::erf_series;
 use wgpu::util::DeviceExt;
 
 const KERNEL: &str = "
@@ -123,16 +124,6 @@ fn div_rn_rounds_every_quotient_as_ieee_division() {
         .map(|((a, b), g)| format!("{a:e} / {b:e}: {:e}, want {:e}", g[0], a / b))
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-}
-
-fn erf_series(x: f64) -> f64 {
-    // Maclaurin series; enough terms for |x| ≤ 4
-    let (mut term, mut sum) = (x, x);
-    for n in 1..200 {
-        term *= -x * x / n as f64;
-        sum += term / (2 * n + 1) as f64;
-    }
-    sum * 2.0 / std::f64::consts::PI.sqrt()
 }
 
 #[test]

@@ -82,6 +82,28 @@ impl PackedB {
         }
     }
 
+    /// The panel width and the packed panels (a packed-model image's view of this weight).
+    pub(super) fn parts(&self) -> (usize, &[f32]) {
+        (self.nr, &self.data)
+    }
+
+    /// Panels packed before for `kern` (read back from an image); `None` when their width or
+    /// length is not `kern`'s for `[n, k]`.
+    pub(super) fn from_parts(
+        kern: &Kernel,
+        n: usize,
+        k: usize,
+        nr: usize,
+        data: Vec<f32>,
+    ) -> Option<Self> {
+        (nr == kern.nr && data.len() == n.div_ceil(nr) * k * nr).then_some(PackedB {
+            n,
+            k,
+            nr,
+            data,
+        })
+    }
+
     fn reset(&mut self, kern: &Kernel, n: usize, k: usize) {
         let nr = kern.nr;
         (self.n, self.k, self.nr) = (n, k, nr);

@@ -26,6 +26,8 @@ pub struct CpuModel {
     pub(super) weights: Vec<Tensor>,
     /// Linear weights in the layout of the kernel that multiplies them, by `WeightId`.
     pub(super) packed: Vec<Option<Packed>>,
+    /// Whether quantized weights were packed for the integer tiles.
+    pub(super) quantized: Quantized,
     /// Bytes the activation buffers and scratch of one call may take (see `model::budget`).
     pub(super) budget: u64,
 }
@@ -73,6 +75,7 @@ impl CpuModel {
             kernel,
             weights,
             packed,
+            quantized,
             budget: u64::MAX,
         }
     }

@@ -5,6 +5,7 @@ use super::cpu::Cpu;
 use super::load_times::{Laps, LoadTimes};
 use super::options::{Device, LoadOptions};
 use super::{Engine, Gpu};
+use crate::cpu::tile::Kernel;
 use crate::cpu::{kernels, pool, CpuModel};
 use crate::error::{Error, GpuErrorKind, Result};
 use crate::gpu::{GpuContext, GpuExecutor, GpuOptions};
@@ -31,15 +32,7 @@ impl Engine {
         weights: Weights,
         options: LoadOptions,
     ) -> Result<Engine> {
-        let kernel = match &options.isa {
-            Some(name) => kernels::by_name(name)?,
-            None => kernels::select(),
-        };
-        match options.threads {
-            Some(0) => return Err(Error::Input("threads must be at least 1".into())),
-            Some(n) => pool::set_threads(n),
-            None => {}
-        }
+        let kernel = cpu_setup(&options)?;
         let held = weights.bytes();
         let what = || format!("the weights of this {}", config.architecture_name());
         budget::check(what, Some(held), options.budget())?;
@@ -65,12 +58,36 @@ impl Engine {
         let mut cpu = CpuModel::new(plan.clone(), tensors, kernel, options.quantized);
         let pack_ms = laps.lap();
         cpu.set_budget(options.budget().saturating_sub(held));
+        let times = LoadTimes {
+            plan_ms,
+            gpu_ms,
+            pack_ms,
+            ..LoadTimes::default()
+        };
+        let mut engine = Engine::assemble(config, tokenizer, plan, cpu, gpu, device, times);
+        if device == Device::Auto && auto.probe {
+            engine.probe_backends().await;
+            engine.load_times.probe_ms = laps.lap();
+        }
+        Ok(engine)
+    }
+
+    /// An engine of its parts, the GPU's where there is one.
+    pub(super) fn assemble(
+        config: ModelConfig,
+        tokenizer: TextTokenizer,
+        plan: Arc<Plan>,
+        cpu: CpuModel,
+        gpu: Option<GpuExecutor>,
+        device: Device,
+        load_times: LoadTimes,
+    ) -> Engine {
         let (kernel, int_kernel) = (cpu.kernel_name(), cpu.int_kernel_name());
         let last = match &gpu {
             Some(g) => format!("gpu {}", g.adapter_name()),
             None => format!("cpu-{kernel}"),
         };
-        let mut engine = Engine {
+        Engine {
             config,
             tokenizer,
             plan,
@@ -81,21 +98,11 @@ impl Engine {
             int_kernel,
             last_backend: Mutex::new(last),
             probe: None,
-            load_times: LoadTimes {
-                plan_ms,
-                gpu_ms,
-                pack_ms,
-                ..LoadTimes::default()
-            },
+            load_times,
             watch: Mutex::new(None),
             #[cfg(any(test, feature = "test-hooks"))]
             panic_next: Default::default(),
-        };
-        if device == Device::Auto && auto.probe {
-            engine.probe_backends().await;
-            engine.load_times.probe_ms = laps.lap();
         }
-        Ok(engine)
     }
 
     async fn gpu(
@@ -116,4 +123,18 @@ impl Engine {
         }
         GpuExecutor::new(ctx, plan.clone(), tensors)
     }
+}
+
+/// The kernel `options` ask for (else this machine's fastest), with the CPU threads set.
+pub(super) fn cpu_setup(options: &LoadOptions) -> Result<&'static Kernel> {
+    let kernel = match &options.isa {
+        Some(name) => kernels::by_name(name)?,
+        None => kernels::select(),
+    };
+    match options.threads {
+        Some(0) => return Err(Error::Input("threads must be at least 1".into())),
+        Some(n) => pool::set_threads(n),
+        None => {}
+    }
+    Ok(kernel)
 }

@@ -2,7 +2,8 @@
 
 /// Milliseconds per phase of [`super::Engine::load`]: reading and checking the files into
 /// weights (`parse`), building the plan (`plan`), setting the GPU up (`gpu`), packing the
-/// weights for the CPU's kernels (`pack`) and the auto choice's timing of both (`probe`).
+/// weights for the CPU's kernels (`pack`) and the auto choice's timing of both (`probe`); from
+/// a packed-model image, reading it (`image`) in place of plan and pack.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct LoadTimes {
     pub parse_ms: f64,
@@ -10,6 +11,7 @@ pub struct LoadTimes {
     pub gpu_ms: f64,
     pub pack_ms: f64,
     pub probe_ms: f64,
+    pub image_ms: f64,
 }
 
 /// Laps of a clock: each call gives the milliseconds since the one before.

@@ -6,6 +6,7 @@ mod backend;
 mod clock;
 mod cpu;
 mod encode;
+mod image;
 mod load;
 mod load_times;
 mod options;

@@ -40,7 +40,7 @@ impl Builder<'_> {
         let d = self.device;
         let inputs = BucketInputs::new(d, self.queue, dims, self.plan);
         let acts: Vec<wgpu::Buffer> = (self.plan.buffers.iter())
-            .map(|b| storage(d, b.name, dims.rows(b.rows) * b.cols * 4))
+            .map(|b| storage(d, &b.name, dims.rows(b.rows) * b.cols * 4))
             .collect();
         let align = d.limits().min_uniform_buffer_offset_alignment.max(16) as usize;
         let scratch_bytes = (self.gemms(dims).iter())

@@ -269,7 +269,9 @@ impl ModelFiles {
         files.config_and_tokenizer(super::budget::DEFAULT)
     }
 
-    fn config_and_tokenizer(&mut self, budget: u64) -> Result<(ModelConfig, TextTokenizer)> {
+    /// The config (with a sentence-transformers folder's pooling) and the tokenizer, without
+    /// reading any weights.
+    pub fn config_and_tokenizer(&mut self, budget: u64) -> Result<(ModelConfig, TextTokenizer)> {
         let origin = self.origin.clone();
         let cfg_text = self
             .text("config.json")?

@@ -15,7 +15,7 @@ pub use config::{Architecture, HeadKind, ModelConfig};
 pub use family::ModelType;
 pub use plan::{
     BufId, BufferSpec, Disentangled, DistanceTable, Head, Linear, Norm, Op, Plan, Rotation, Rows,
-    WeightId, WeightUse,
+    StoredPlan, WeightId, WeightUse,
 };
 pub use weights::{BlockQuant, ChannelQuant, Quant, Tensor, Weights};
 pub mod tokenizer;

@@ -164,14 +164,16 @@ async function packageRun({ pii, minilm, seqcls, qa, timing }) {
 }
 
 /**
- * In the page: a model cached by its worker, the worker ended by dispose(), then loaded again;
- * then twice more with a spare worker: the last load takes the worker the third one left.
+ * In the page: a model cached by its worker, the worker ended by dispose(), then loaded again
+ * (from its packed-model image); then twice more with a spare worker: the last load takes the
+ * worker the third one left; then once more after the image was damaged.
  */
 async function cacheRun() {
   const { pipeline, clearCache, env } = await import('/pkg/webert.js');
   await clearCache('/models/minilm/');
   const step = (s) => fetch(`/__trace/${encodeURIComponent(s)}`).catch(() => {});
-  const load = async () => {
+  const images = async () => (await (await caches.open('webert-packed-v1')).keys()).map((r) => r.url).filter((u) => u.includes('/models/minilm/') && u.endsWith('.bin'));
+  const load = async (options = {}, written = async () => (await images()).length > 0) => {
     const events = [];
     let last = null;
     // Options of its own: a worker not shared with any other pipeline of the page.
@@ -181,22 +183,34 @@ async function cacheRun() {
         events.push(e);
         if (e.stage !== last) step(`cacheRun: ${(last = e.stage)}`);
       },
+      ...options,
     });
-    const info = { cacheError: p.info.cacheError ?? null, workerReused: p.info.workerReused };
+    const info = { cacheError: p.info.cacheError ?? null, workerReused: p.info.workerReused, packedImage: p.info.packedImage ?? null, imageMs: p.info.loadPhases.build.image_ms };
     const vector = Array.from((await p('a short text', { pooling: 'mean', normalize: true })).data);
+    // The image is written after the load; a worker ended at once (spareWorkerMs 0) would cut it.
+    for (let i = 0; i < 200 && !(await written()); i++) await new Promise((ok) => setTimeout(ok, 50));
     p.dispose(); // the worker ends here, or waits for the next pipeline
-    return { info, vector, downloads: events.filter((e) => e.stage === 'download').map((e) => !!e.cached), warnings: events.filter((e) => e.stage === 'warning').map((e) => e.message) };
+    const downloads = events.filter((e) => e.stage === 'download');
+    return { info, vector, downloads: downloads.map((e) => !!e.cached), files: [...new Set(downloads.map((e) => e.file))].sort(), warnings: events.filter((e) => e.stage === 'warning').map((e) => e.message) };
   };
   env.spareWorkerMs = 0;
   const first = await load();
   await new Promise((ok) => setTimeout(ok, 300));
   const keys = (await (await caches.open('webert-models-v1')).keys()).map((r) => r.url.replace(/^.*\/models\//, ''));
+  const written = await images();
   const second = await load();
   env.spareWorkerMs = 5000;
-  const third = await load();
+  const third = await load({ packedCache: false });
   const fourth = await load();
   env.spareWorkerMs = 0;
-  return { first, keys, second, third, fourth };
+  // An entry of the right length that is no image: refused, the files loaded, a new image written.
+  const packed = await caches.open('webert-packed-v1');
+  const junk = new TextEncoder().encode('not a packed model image');
+  await packed.put(written[0], new Response(junk, { headers: { 'x-webert-length': String(junk.byteLength) } }));
+  const size = async () => (await (await packed.match(written[0]))?.arrayBuffer())?.byteLength ?? 0;
+  const fifth = await load({}, async () => (await size()) > junk.byteLength);
+  const rewritten = await size();
+  return { first, keys, written: written.map((u) => u.replace(/^.*\/models\//, '')), second, third, fourth, fifth, rewritten };
 }
 
 /** In the page, before the package is imported: the page sees no cached entry, as if the browser dropped them. */
@@ -443,6 +457,19 @@ for (const engine of WANT) {
       assert.deepEqual([cache.first, cache.second, cache.third, cache.fourth].map((l) => l.info.workerReused), [false, false, false, true]);
       assert.deepEqual(cache.fourth.vector, cache.third.vector);
       assert.ok(cosine(cache.third.vector, cache.first.vector) > 0.99999, 'the same model each time');
+      // The packed-model image: written after the first load, read by the next ones without
+      // reading the weights, the same answers bit for bit; a damaged one refused and replaced.
+      assert.equal(cache.written.length, 1, `one image: ${cache.written}`);
+      assert.match(cache.written[0], /^minilm\/\.webert-packed\/[0-9a-f]{64}\.bin$/);
+      assert.deepEqual([cache.first, cache.second, cache.third, cache.fourth].map((l) => l.info.packedImage), [null, 'read', null, 'read']);
+      assert.deepEqual(cache.second.files, ['config.json', 'tokenizer.json', 'tokenizer_config.json'], 'no weights read with an image');
+      assert.ok(cache.third.files.includes('onnx/model_quantized.onnx'), 'packedCache: false reads the weights');
+      assert.ok(cache.second.info.imageMs > 0);
+      assert.deepEqual(cache.second.vector, cache.first.vector);
+      assert.deepEqual(cache.fourth.vector, cache.first.vector);
+      assert.match(cache.fifth.info.packedImage, /^refused \(invalid input: packed model image: not an image/);
+      assert.deepEqual(cache.fifth.vector, cache.first.vector);
+      assert.ok(cache.rewritten > 1_000_000, `the damaged image written anew: ${cache.rewritten} bytes`);
       await b.goto(`${isolated.url}blank/?not-kept`);
       const lost = await b.evaluate(notKeptRun);
       assert.match(lost.cacheError, /^not kept/);

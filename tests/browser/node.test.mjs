@@ -363,7 +363,7 @@ test('models load from a URL with progress events, and a sha256 is checked', asy
   assertEntities('via URL', c.text, await p(c.text, { aggregation_strategy: 'first' }), c.pipeline.first);
   // Where the load's time went: each phase measured, together the model thread's total.
   const { total_ms, wall_ms, worker_ms, worker_start_ms, build, ...phases } = p.info.loadPhases;
-  assert.deepEqual(Object.keys(build).sort(), ['gpu_ms', 'pack_ms', 'parse_ms', 'plan_ms', 'probe_ms']);
+  assert.deepEqual(Object.keys(build).sort(), ['gpu_ms', 'image_ms', 'pack_ms', 'parse_ms', 'plan_ms', 'probe_ms']);
   assert.ok(Object.values(build).reduce((a, b) => a + b) <= phases.build_ms + 1, JSON.stringify(p.info.loadPhases));
   assert.ok(build.parse_ms > 0 && build.pack_ms > 0, JSON.stringify(build));
   assert.deepEqual(Object.keys(phases), ['compile_ms', 'files_ms', 'start_and_files_ms', 'copy_ms', 'build_ms', 'warm_ms']);

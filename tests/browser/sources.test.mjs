@@ -69,12 +69,15 @@ const folder = (id) => `${hub.url}/${id}/resolve/main/`;
 const gets = (id, file) => hub.requests(id, file).filter((r) => r.method === 'GET' && !r.path.startsWith('/cdn/')).length;
 const cachedUrls = (id) => [...store.entries.keys()].filter((u) => u.includes(`/${id}/`));
 
-/** Loads `source` and classifies TEXT: `{ out, info, events }`, or `{ error, ms }`. */
+/**
+ * Loads `source` and classifies TEXT: `{ out, info, events }`, or `{ error, ms }`. Without
+ * packed-model images unless `options` asks (these tests are about the files and their cache).
+ */
 async function load(source, options = {}) {
   const events = [];
   const t0 = performance.now();
   try {
-    const clf = await pipeline('text-classification', source, { onProgress: (e) => events.push(e), ...options });
+    const clf = await pipeline('text-classification', source, { onProgress: (e) => events.push(e), packedCache: false, ...options });
     const out = await clf(TEXT, { top_k: null });
     const { info } = clf;
     clf.dispose();
@@ -196,6 +199,41 @@ test('a wrong sha256 is an error and nothing of that file is cached; a cached fi
   assert.match(again.error ?? '', /sha256 mismatch/);
   assert.equal(gets('t/ok', 'model.safetensors'), n + 1);
   assert.ok(!cachedUrls('t/ok').some((u) => u.endsWith('model.safetensors')));
+});
+
+test('a packed-model image: written after a load, read by the next without the weights; a sha256 is checked against the hash kept with it', T, async () => {
+  const id = 't/cache';
+  const images = () => cachedUrls(id).filter((u) => u.includes('/.webert-packed/'));
+  const first = await load(id, { packedCache: true });
+  assert.deepEqual(first.out, want);
+  for (let i = 0; i < 100 && !images().length; i++) await new Promise((ok) => setTimeout(ok, 50));
+  assert.equal(images().length, 1, 'one image written');
+  const weightsRead = (r) => r.events.filter((e) => e.stage === 'download' && e.file === 'model.safetensors').length;
+  assert.ok(weightsRead(first) > 0);
+  const second = await load(id, { packedCache: true });
+  assert.equal(second.info.packedImage, 'read');
+  assert.deepEqual(second.out, want);
+  assert.equal(weightsRead(second), 0, 'the weights are not read');
+  const sum = createHash('sha256').update(readFileSync(join(TINY, 'model.safetensors'))).digest('hex');
+  const checked = await load(id, { packedCache: true, sha256: { 'model.safetensors': sum.toUpperCase() } });
+  assert.equal(checked.info.packedImage, 'read');
+  // A hash the file does not have: the file is read and fails its check, as without an image.
+  const wrong = await load(id, { packedCache: true, sha256: { 'model.safetensors': 'cd'.repeat(32) } });
+  assert.match(wrong.error ?? '', /model\.safetensors: sha256 mismatch/);
+  // Without its kept hash (the file downloaded again), the image is not looked for.
+  const uncached = await load(id, { packedCache: true, cache: false });
+  assert.equal(uncached.info.packedImage, undefined);
+  // The failed check dropped the cached weights: the image, which stood for them, is not read.
+  const again = await load(id, { packedCache: true });
+  assert.equal(again.info.packedImage, undefined);
+  assert.ok(weightsRead(again) > 0);
+  assert.deepEqual(again.out, want);
+  // Its image is written anew (after the load: waited for, so that it lands in this test).
+  const kept = () => JSON.parse(new TextDecoder().decode(store.entries.get(`${folder(id)}.webert-hashes.json`)?.body ?? new Uint8Array()) || '{}');
+  for (let i = 0; i < 100 && !kept()[`${folder(id)}model.safetensors`]; i++) await new Promise((ok) => setTimeout(ok, 50));
+  assert.equal(kept()[`${folder(id)}model.safetensors`], sum);
+  for (let i = 0; i < 100 && images().length < 1; i++) await new Promise((ok) => setTimeout(ok, 50));
+  await new Promise((ok) => setTimeout(ok, 200));
 });
 
 test('the cache: an entry cut short, one without our length, a broken manifest, a refused file are all fetched again', T, async () => {

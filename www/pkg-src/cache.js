@@ -5,6 +5,8 @@
 // caching off for the rest of the load, which goes on and says so once. The manifest (which
 // files a folder's weights choice needs) is read defensively: one that does not parse is dropped.
 
+import { PACKED_CACHE } from './packed-cache.js';
+
 export const CACHE_NAME = 'webert-models-v1';
 const LENGTH = 'x-webert-length';
 
@@ -51,6 +53,11 @@ export class ModelCache {
     }
     await this.delete(url);
     return null;
+  }
+
+  /** Whether there is an entry for `url` (its body not read). */
+  async has(url) {
+    return !!(await this.cache.match(url).catch(() => null));
   }
 
   /** Keeps `bytes` under `url`; false once the browser refused a write (caching is then off). */
@@ -132,6 +139,7 @@ function parses(url, bytes) {
 // it sees every entry the worker wrote; one it does not see is reported (`info.cacheError`, a
 // warning event, the console) instead of silently downloaded again next time.
 let pageCache = null;
+let pagePacked = null; // the packed-model images (packed-cache.js), likewise
 
 /**
  * Opens the model cache in this context and holds it (null where there is none). Opened anew
@@ -140,7 +148,8 @@ let pageCache = null;
 export function holdModelCache() {
   if (typeof caches === 'undefined') return Promise.resolve(null);
   pageCache = caches.open(CACHE_NAME).catch(() => null);
-  return pageCache;
+  pagePacked = caches.open(PACKED_CACHE).catch(() => null);
+  return Promise.all([pageCache, pagePacked]).then(([models]) => models);
 }
 
 /** Of `urls` (entries a worker wrote), those this context does not see in the cache. */

@@ -70,6 +70,10 @@ class DiskCache {
     return bytes;
   }
 
+  async has(url) {
+    return this.fs.stat(this.file(url)).then(() => true, () => false);
+  }
+
   async write(url, bytes) {
     if (this.error) return false;
     const target = this.file(url);

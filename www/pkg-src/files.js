@@ -8,6 +8,7 @@ import { idFolder } from './disk-cache.js';
 import { failure } from './download.js';
 import { fromUrl } from './from-url.js';
 import { fromEntries, fromNodeDir } from './local-files.js';
+import { PACKED_CACHE } from './packed-cache.js';
 import { isNode } from './platform.js';
 import { TILINGS_CACHE } from './tilings.js';
 import { folderUrl, withScheme } from './urls.js';
@@ -118,9 +119,12 @@ export async function clearCache(base, resolve = (b) => ({ source: b })) {
   if (!base) {
     await caches.delete(CACHE_NAME);
     await caches.delete(TILINGS_CACHE);
+    await caches.delete(PACKED_CACHE);
     return;
   }
   const root = folderUrl(base).href;
-  const cache = await caches.open(CACHE_NAME);
-  for (const req of await cache.keys()) if (req.url.startsWith(root)) await cache.delete(req);
+  for (const name of [CACHE_NAME, PACKED_CACHE]) {
+    const cache = await caches.open(name);
+    for (const req of await cache.keys()) if (req.url.startsWith(root)) await cache.delete(req);
+  }
 }

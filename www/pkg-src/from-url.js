@@ -7,6 +7,7 @@ import { openDiskCache } from './disk-cache.js';
 import { failure, get, readBody, retrying } from './download.js';
 import { checkJson, isHtml, notWeights, shardNames } from './sniff.js';
 import { configOf, defaultDtype } from './file-choice.js';
+import { isWeightFile } from './packed-cache.js';
 import { isNode } from './platform.js';
 import { checkHash } from './sha256.js';
 import { folderUrl } from './urls.js';
@@ -73,9 +74,24 @@ export async function fromUrl(base, opts, progress, layout, label) {
   // The dtype ("" for the default) names a choice of files, as in the CLI's manifest.
   const key = opts.weights ?? opts.dtype ?? '';
   const known = cache && (await cache.manifest(manifestUrl))[key];
+  // A packed-model image of these files (packed-cache.js), where the load can use one.
+  const images = opts.packedImages ? await opts.packedImages(root.href, opts) : null;
+  let image = null;
   if (Array.isArray(known) && known.every((n) => typeof n === 'string')) {
     // (The CLI's manifest lists the shard index, which the engine does not read.)
-    await Promise.all(known.filter((n) => n !== 'model.safetensors.index.json').map((n) => load(n, false)));
+    const names = known.filter((n) => n !== 'model.safetensors.index.json');
+    const weights = names.filter(isWeightFile);
+    // An image stands for weights the cache holds (an entry dropped since may have changed).
+    const held = images && (await Promise.all(weights.map((n) => cache.has(new URL(n, root).href)))).every(Boolean);
+    if (held && weights.length) {
+      // The other files first: with them and the weights' kept hashes, the image's key.
+      const small = names.filter((n) => !isWeightFile(n));
+      await Promise.all(small.map((n) => load(n, false)));
+      image = await images.lookup(new Map(small.map((n) => [n, files.get(n)])), weights, opts.sha256).catch(() => null);
+      if (!image) await Promise.all(weights.map((n) => load(n, false)));
+    } else {
+      await Promise.all(names.map((n) => load(n, false)));
+    }
   } else if (opts.offline) {
     throw failure(`${label ?? root.href}: not in the cache (no list of its files for ${key ? `\`${key}\`` : 'the default dtype'})`, { notFound: true });
   } else {
@@ -92,6 +108,8 @@ export async function fromUrl(base, opts, progress, layout, label) {
     }
     await cache?.setManifest(manifestUrl, key, [...files.keys()]);
   }
+  // A file downloaded again may differ from the one an image was made of.
+  await images?.cache.forgetHashes(root.href, written);
   const order = [...files.keys()].sort();
   // Files that made no model (the engine refused them), cached before or now, leave the cache.
   const forget = async () => cache?.forget(manifestUrl, key);
@@ -99,7 +117,7 @@ export async function fromUrl(base, opts, progress, layout, label) {
   // `cacheError`: why caching stopped; `stored`: every file is in the cache (for a reload).
   const stored = !!cache && !cache.error;
   // `written`: what this load put in the cache, for the page to check it was kept (cache.js).
-  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget, cacheError: cache?.error ?? null, stored, written: stored ? written : [] };
+  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget, cacheError: cache?.error ?? null, stored, written: stored ? written : [], image, images };
 }
 
 /**

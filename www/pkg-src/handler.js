@@ -31,6 +31,7 @@ export class Handler {
         return this.model.call(task, request, watch).finally(() => this.aborted.delete(id));
       }
       case 'dispose':
+        await this.model?.settled(); // a packed-model image being written (model.js)
         this.dispose();
         this.model = null;
         return null;

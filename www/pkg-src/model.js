@@ -3,6 +3,7 @@
 // restarted the WebAssembly instance.
 
 import { gatherFiles } from './files.js';
+import { openPackedCache, packedImages } from './packed-cache.js';
 import { LAYOUT } from './layout.js';
 import { isNode } from './platform.js';
 import { defaultThreads, runtime, webgpuAdapter } from './runtime.js';
@@ -36,47 +37,66 @@ export class Model {
       ready: started,
       pick: (origin, names, dtype) => JSON.parse(runtime.glue.pickModelFiles(origin, JSON.stringify(names), dtype ?? undefined)),
     };
-    const gathered = phases.time('files_ms', gatherFiles(this.source, this.options, report, layout));
-    gathered.catch(() => {});
-    const [threadsInUse, { origin, files, forget, cacheError, stored, written }] = await Promise.all([started, gathered]);
-    this.options.signal?.throwIfAborted();
-    phases.lap('start_and_files_ms');
-    const { glue } = runtime;
-    // A browser's download that is not all in the Cache API (caching off or refused) is kept too.
-    const refetch = stored === false && !isNode;
-    if ((typeof this.source !== 'string' && !(this.source instanceof URL)) || refetch) {
-      // Keep re-readable files for a reload after a trap: the given Files/Blobs, else copies as
-      // Blobs (which may live outside the JS heap) so that the caller's buffers can be freed.
-      this.source = Object.fromEntries(files.map((f) => [f.name, f.blob ?? new Blob([f.bytes])]));
-      this.options = { ...this.options, hub: undefined, weights: undefined, dtype: undefined };
-    }
-    const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
-    const names = files.map((f) => f.name);
-    report?.({ stage: 'compile', bytes: total, total });
-    const loader = new runtime.glue.ModelLoader(origin);
-    for (const f of files) loader.add(f.name, f.bytes);
-    phases.lap('copy_ms');
-    if (this.options.memoryBudget != null) loader.setMemoryBudget(this.options.memoryBudget);
-    if (this.options.gpuWeights != null) loader.setGpuWeights(String(this.options.gpuWeights));
-    if (this.options.gpuTilings != null) loader.setGpuTilings(String(this.options.gpuTilings));
-    files.length = 0;
     const device = this.options.device ?? 'auto';
     const allowFallback = !!this.options.allowFallbackAdapter;
-    const adapter = device === 'cpu' ? null : await webgpuAdapter();
-    // `upload` covers setting WebGPU up and, under auto, timing it against the CPU.
-    if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
-    const savedTilings = adapter && this.options.gpuTilings !== 'rule' ? await restoreTilings(glue, adapter.name, this.options) : 0;
-    try {
-      const quantized = this.options.quantized ?? 'int';
-      this.engine = await runtime.guarded(loader.load(device, allowFallback, this.options.probe !== false, quantized));
-      this.generation = runtime.generation;
-    } catch (e) {
-      await forget?.().catch(() => {});
-      throw this.recover(e);
+    const quantized = this.options.quantized ?? 'int';
+    const adapterFound = device === 'cpu' ? Promise.resolve(null) : webgpuAdapter();
+    // A packed-model image serves a load that will run on the CPU (packed-cache.js).
+    const imagesFor = async (root, opts) => {
+      const adapter = await adapterFound;
+      const cpuOnly = device === 'cpu' || (device === 'auto' && (!adapter || (adapter.isFallbackAdapter && !allowFallback)));
+      const cache = cpuOnly ? await openPackedCache(opts) : null;
+      return cache && packedImages(cache, root, quantized, () => started.then(() => runtime.glue.imageLayout()));
+    };
+    this.engine = null; // a reload after a trap: the old one belonged to the old instance
+    let gathered = await this.gather({ ...this.options, packedImages: imagesFor }, report, layout, phases, started);
+    const { glue } = runtime;
+    let fromImage = null;
+    if (gathered.image) {
+      try {
+        const loader = this.loader(gathered);
+        this.engine = loader.loadImage(gathered.image, quantized);
+        this.generation = runtime.generation;
+        fromImage = 'read';
+      } catch (e) {
+        if (e instanceof WebAssembly.RuntimeError) throw this.recover(e);
+        // Another build's image, or a damaged one: load the files, and write it anew.
+        await gathered.images.cache.delete(gathered.images.url);
+        fromImage = `refused (${e.message})`;
+        gathered = await this.gather({ ...this.options, packedImages: imagesFor }, report, layout, phases, started);
+      }
+      gathered.image = null;
+    }
+    const { files, forget, cacheError, written, images } = gathered;
+    const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
+    const names = files.map((f) => f.name);
+    let storeImage = null;
+    if (!this.engine) {
+      // The image's key is taken from the files now, before they go to the engine.
+      storeImage = images?.store(new Map(files.map((f) => [f.name, f.bytes])));
+      report?.({ stage: 'compile', bytes: total, total });
+      const loader = this.loader(gathered);
+      phases.lap('copy_ms');
+      if (this.options.gpuWeights != null) loader.setGpuWeights(String(this.options.gpuWeights));
+      if (this.options.gpuTilings != null) loader.setGpuTilings(String(this.options.gpuTilings));
+      files.length = 0;
+      const adapter = await adapterFound;
+      // `upload` covers setting WebGPU up and, under auto, timing it against the CPU.
+      if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
+      this.savedTilings = adapter && this.options.gpuTilings !== 'rule' ? await restoreTilings(glue, adapter.name, this.options) : 0;
+      this.adapter = adapter;
+      try {
+        this.engine = await runtime.guarded(loader.load(device, allowFallback, this.options.probe !== false, quantized));
+        this.generation = runtime.generation;
+      } catch (e) {
+        await forget?.().catch(() => {});
+        throw this.recover(e);
+      }
     }
     phases.lap('build_ms');
     this.info = JSON.parse(this.engine.info());
     this.info.files = names;
+    if (fromImage) this.info.packedImage = fromImage;
     if (cacheError) this.info.cacheError = cacheError;
     // For the page, which checks that the browser kept them (cache.js `checkKept`); not kept in `info`.
     if (written?.length) this.written = written;
@@ -84,15 +104,15 @@ export class Model {
     if (runtime.buildNote) this.info.wasmBuildNote = runtime.buildNote;
     if (runtime.threadsNote && threads > 1) this.info.threadsNote = runtime.threadsNote;
     for (const head of this.heads) this.engine.addHead(head);
-    this.info.threads = this.engine.hasGpu() ? 1 : threadsInUse;
+    this.info.threads = this.engine.hasGpu() ? 1 : await started;
     if (this.info.threads > 1 && !runtime.helpers.warm) {
       await warmHelpers(this.engine, this.info.max_length);
       runtime.helpers.warm = true;
     }
-    if (this.engine.hasGpu() && adapter) {
-      this.adapterName = adapter.name;
-      this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
-      this.info.savedGpuTilings = savedTilings;
+    if (this.engine.hasGpu() && this.adapter) {
+      this.adapterName = this.adapter.name;
+      this.info.adapter = this.adapter.name + (this.adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
+      this.info.savedGpuTilings = this.savedTilings;
       await this.saveTilings(); // the probe's forward may have timed some
     }
     phases.lap('warm_ms');
@@ -101,9 +121,68 @@ export class Model {
     this.info.loadPhases = { ...phases.done(), build: inBuild };
     report?.({ stage: 'ready', bytes: total, total });
     this.idleWarmUp.loaded();
+    // The image is written after the load has answered (its parts taken between calls).
+    if (storeImage && !this.engine.hasGpu()) this.writeImage(storeImage);
     const cacheWritten = this.written;
     this.written = null;
     return cacheWritten ? { ...this.info, cacheWritten } : this.info;
+  }
+
+  /** The files, gathered with `opts`, after the module has started (their phases timed). */
+  async gather(opts, report, layout, phases, started) {
+    const gathered = phases.time('files_ms', gatherFiles(this.source, opts, report, layout));
+    gathered.catch(() => {});
+    const [, result] = await Promise.all([started, gathered]);
+    this.options.signal?.throwIfAborted();
+    phases.lap('start_and_files_ms');
+    // A browser's download that is not all in the Cache API (caching off or refused) is kept too.
+    const refetch = result.stored === false && !isNode;
+    if ((typeof this.source !== 'string' && !(this.source instanceof URL)) || refetch) {
+      // Keep re-readable files for a reload after a trap: the given Files/Blobs, else copies as
+      // Blobs (which may live outside the JS heap) so that the caller's buffers can be freed.
+      this.source = Object.fromEntries(result.files.map((f) => [f.name, f.blob ?? new Blob([f.bytes])]));
+      this.options = { ...this.options, hub: undefined, weights: undefined, dtype: undefined };
+    }
+    return result;
+  }
+
+  /** A module-side loader holding `gathered`'s files, with the load's memory budget. */
+  loader({ origin, files }) {
+    const loader = new runtime.glue.ModelLoader(origin);
+    for (const f of files) loader.add(f.name, f.bytes);
+    if (this.options.memoryBudget != null) loader.setMemoryBudget(this.options.memoryBudget);
+    return loader;
+  }
+
+  /**
+   * Writes the packed-model image (`store` from packed-cache.js): its parts are copied out of
+   * the engine in the model's queue, between calls; the digests and the write go on beside them.
+   */
+  writeImage(store) {
+    let parts = null;
+    const taken = this.enqueue(async () => {
+      if (this.live && !this.engine.hasGpu()) parts = this.engine.imageParts();
+    });
+    const t0 = performance.now();
+    const writing = taken.then(async () => {
+      if (!parts) return;
+      try {
+        const { bytes } = await store(parts);
+        this.info.packedImage = `written (${bytes} bytes, ${Math.round(performance.now() - t0)} ms)`;
+      } catch (e) {
+        // A refused write (quota, private mode) only costs a slower load next time.
+        this.info.packedImage = `not written (${e?.message ?? e})`;
+      }
+    }, () => {});
+    const done = writing.finally(() => {
+      if (this.imageWriting === done) this.imageWriting = null;
+    });
+    this.imageWriting = done;
+  }
+
+  /** Work of this model going on between calls (an image being written), or null. */
+  background() {
+    return this.imageWriting ?? null;
   }
 
   /** Whether the engine is there and belongs to the running instance. */
@@ -234,6 +313,11 @@ export class Model {
     if (this.live && this.engine.hasGpu() && this.adapterName != null) {
       await saveTilings(runtime.glue, runtime.generation, this.adapterName, this.options);
     }
+  }
+
+  /** Resolves once everything queued so far has run and the image being written is kept. */
+  settled() {
+    return Promise.all([this.queue, this.imageWriting]);
   }
 
   dispose() {

@@ -8,7 +8,7 @@ import { isNode } from './platform.js';
 const OWN = new Set([
   'device', 'quantized', 'memoryBudget', 'gpuWeights', 'gpuTilings', 'allowFallbackAdapter', 'probe', 'worker',
   'threads', 'onProgress', 'progress_callback', 'signal', 'sha256', 'dtype', 'revision', 'weights', 'cache',
-  'downloadTimeout', 'head',
+  'downloadTimeout', 'head', 'packedCache',
 ]);
 
 /** transformers.js options webert has no counterpart for, and why. */

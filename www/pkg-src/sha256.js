@@ -1,6 +1,6 @@
 // The caller's sha256 of a model file (`sha256: { name: hex }`), checked when the file arrives.
 
-async function sha256Hex(bytes) {
+export async function sha256Hex(bytes) {
   const digest = await crypto.subtle.digest('SHA-256', bytes);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }

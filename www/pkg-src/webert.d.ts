@@ -129,6 +129,17 @@ export interface PipelineOptions {
    * exceeded) the model loads uncached, with a `warning` progress event and `ModelInfo.cacheError`.
    */
   cache?: boolean;
+  /**
+   * With `cache`, keep a packed-model image beside the files (default true): after a load that
+   * runs on the CPU, the engine's weights as imported and packed for this machine's kernel go to
+   * the Cache API (`webert-packed-v1`), keyed by the SHA-256 of every file, the `quantized` mode
+   * and the build and kernel; a later load of the same files reads it instead of importing and
+   * packing the weights, without reading the weight files. A changed file, another package
+   * build or another kernel misses; an image the engine refuses is dropped and written anew.
+   * `ModelInfo.packedImage` says what a load did. Not for WebGPU loads (the image holds no GPU
+   * weights).
+   */
+  packedCache?: boolean;
   /** Milliseconds without a byte after which a download request is given up and tried again (default 30000; 0: none). */
   downloadTimeout?: number;
   /**
@@ -187,6 +198,12 @@ export interface ModelInfo {
    */
   cacheError?: string;
   /**
+   * The packed-model image (`packedCache`): `read` (this load came from one), `refused (…)`
+   * (one was there but the engine would not read it; the files were loaded), or, absent at
+   * first and set in the model's thread after the load, `written (…)` / `not written (…)`.
+   */
+  packedImage?: string;
+  /**
    * Where the load's time went, in milliseconds: `compile_ms` starting the WebAssembly module
    * (0 when it already ran) and `files_ms` downloading or reading the cache, which run at once,
    * `start_and_files_ms` until both were done, `copy_ms` handing the
@@ -196,11 +213,12 @@ export interface ModelInfo {
    * (starting the worker, messages), of which `worker_start_ms` passed before the worker began
    * the load. `build` splits `build_ms`: `parse_ms` reading the files
    * into weights, `plan_ms` the forward pass's plan, `gpu_ms` setting up WebGPU, `pack_ms`
-   * laying the weights out for the CPU's kernels, `probe_ms` timing both under `device: 'auto'`.
+   * laying the weights out for the CPU's kernels, `probe_ms` timing both under `device: 'auto'`,
+   * `image_ms` reading a packed-model image in place of parse, plan and pack.
    */
   loadPhases: {
     compile_ms: number; files_ms: number; start_and_files_ms: number; copy_ms: number; build_ms: number; warm_ms: number; total_ms: number; wall_ms: number; worker_ms: number; worker_start_ms: number;
-    build: { parse_ms: number; plan_ms: number; gpu_ms: number; pack_ms: number; probe_ms: number };
+    build: { parse_ms: number; plan_ms: number; gpu_ms: number; pack_ms: number; probe_ms: number; image_ms: number };
   };
   /** In a worker: whether this pipeline took the worker a disposed one left (`env.spareWorkerMs`). */
   workerReused?: boolean;

@@ -25,7 +25,10 @@ function idle(pause = 0) {
     if (handling > 0) return;
     const model = handler.model;
     const next = model?.warmStep() ?? -1;
+    const background = model?.background();
     if (next >= 0) idle(next);
+    // A parked worker's event loop does not run: not while an image is being written.
+    else if (background) background.then(() => idle());
     else if (lane && model?.readyNow()) lane.park();
   }, pause);
 }

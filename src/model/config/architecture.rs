@@ -19,7 +19,7 @@ pub enum Architecture {
 
 /// What a head of the plan computes; a checkpoint has one head per kind it lists in
 /// [`Architecture::heads`], the first being the one `Want::Logits` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum HeadKind {
     SequenceClasses,
     TokenClasses,

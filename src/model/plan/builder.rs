@@ -64,7 +64,11 @@ impl Builder<'_> {
     }
 
     pub(super) fn buffer(&mut self, name: &'static str, rows: Rows, cols: usize) -> BufId {
-        self.buffers.push(BufferSpec { name, rows, cols });
+        self.buffers.push(BufferSpec {
+            name: name.into(),
+            rows,
+            cols,
+        });
         BufId(self.buffers.len() - 1)
     }
 

@@ -5,18 +5,23 @@ mod build;
 mod builder;
 pub(super) mod heads;
 mod position_terms;
+mod stored;
+
+pub use stored::StoredPlan;
 
 use crate::model::activation::Activation;
 use crate::model::config::{HeadKind, ModelConfig};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct WeightId(pub usize);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct BufId(pub usize);
 
 /// How many rows a buffer has for a batch of `b` sequences of `l` tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Rows {
     /// One row per token: `b * l`.
     Tokens,
@@ -26,14 +31,14 @@ pub enum Rows {
     Picked,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BufferSpec {
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     pub rows: Rows,
     pub cols: usize,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Linear {
     /// PyTorch layout `[out, in]`.
     pub weight: WeightId,
@@ -42,7 +47,7 @@ pub struct Linear {
     pub n_out: usize,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Norm {
     pub gamma: WeightId,
     pub beta: WeightId,
@@ -53,7 +58,7 @@ pub struct Norm {
 
 /// A `[heads, 2 * center + 1]` table of what attention adds to the score of query `i` and key
 /// `j`: entry `h, j - i + center` (built at load from the family's relative bias or ALiBi).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct DistanceTable {
     pub table: WeightId,
     pub center: usize,
@@ -63,7 +68,7 @@ pub struct DistanceTable {
 /// projected by the layer's key projection (content-to-position: `q_i · pos_key[r]`) and
 /// query projection (position-to-content: `k_j · pos_query[r]`), where `r` is entry
 /// `i - j + center` of `index` (f32-held row numbers, shared by every layer).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Disentangled {
     pub pos_key: Option<WeightId>,
     pub pos_query: Option<WeightId>,
@@ -73,7 +78,7 @@ pub struct Disentangled {
 }
 
 /// What `Op::Rotary` turns and by which table.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Rotation {
     pub heads: usize,
     pub head_dim: usize,
@@ -86,7 +91,7 @@ pub struct Rotation {
     pub dynamic: Option<DynamicRotation>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DynamicRotation {
     pub theta: f64,
     pub position_scale: f64,
@@ -110,7 +115,7 @@ impl Rotation {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Op {
     /// `out = LN(word[id] + position[offset + i] + token_type[t])`, each part but the word
     /// embeddings optional.
@@ -234,7 +239,7 @@ pub struct Plan {
 }
 
 /// One task head: `ops` (a range after the encoder's) read the hidden state and write `logits`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Head {
     pub kind: HeadKind,
     pub ops: std::ops::Range<usize>,

@@ -1,0 +1,442 @@
+//! A loaded CPU model as bytes, a packed-model image: the plan, the tensors read as they are and
+//! the linear weights already packed for one kernel, so that a later load of the same files
+//! skips the import and the packing. Layout: [`MAGIC`], the header's length (u32 LE), the
+//! header (JSON), then the arrays it points to, each at a multiple of 8 bytes from the end of
+//! the header's padding. Read back, every array is checked against the kernel's layout, so a
+//! damaged image is an error, never an out-of-bounds read.
+
+use super::gemm::PackedB;
+use super::model::{CpuModel, Packed};
+use super::qpack::{PackedQ, Spill};
+use super::tile::Kernel;
+use crate::error::{Error, Result};
+use crate::exec::Quantized;
+use crate::model::{ModelConfig, Plan, StoredPlan, Tensor, WeightUse};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+const MAGIC: &[u8; 8] = b"WEBERTPK";
+
+/// Raised whenever what an image holds, or how it is laid out, changes.
+pub const IMAGE_FORMAT: u32 = 1;
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("packed-model images are little-endian");
+
+/// A byte range of the arrays after the header.
+#[derive(Serialize, Deserialize, Clone, Copy)]
+struct Section {
+    at: u64,
+    len: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    format: u32,
+    /// Which engine wrote it ([`image_build`]): another build's plan or packing may differ.
+    build: String,
+    kernel: String,
+    int: bool,
+    plan: StoredPlan,
+    tensors: Vec<TensorEntry>,
+    packed: Vec<Option<PackedEntry>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TensorEntry {
+    shape: Vec<usize>,
+    data: Section,
+}
+
+#[derive(Serialize, Deserialize)]
+enum PackedEntry {
+    F32 {
+        n: usize,
+        k: usize,
+        nr: usize,
+        data: Section,
+    },
+    Int(QEntry),
+    Q8 {
+        kernel: String,
+        q: QEntry,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct QEntry {
+    n: usize,
+    k: usize,
+    nr: usize,
+    group: usize,
+    block: usize,
+    zero: Option<i32>,
+    codes: Section,
+    scales: Section,
+    ints: Section,
+    /// `col, k, rest` per spill, as i32.
+    spills: Section,
+    /// u64.
+    spill_at: Section,
+}
+
+/// The engine build an image belongs to: the crate's version, the image format and the
+/// sources' fingerprint (`src/build.rs`).
+pub fn image_build() -> String {
+    let (version, sources) = (env!("CARGO_PKG_VERSION"), env!("WEBERT_SOURCE_HASH"));
+    format!("webert {version} image {IMAGE_FORMAT} sources {sources}")
+}
+
+/// The arrays of an image being written, in order, each placed at a multiple of 8.
+#[derive(Default)]
+struct Arrays<'a> {
+    parts: Vec<Cow<'a, [u8]>>,
+    end: u64,
+}
+
+impl<'a> Arrays<'a> {
+    fn add(&mut self, bytes: Cow<'a, [u8]>) -> Section {
+        let at = self.end.next_multiple_of(8);
+        let len = bytes.len() as u64;
+        self.end = at + len;
+        self.parts.push(bytes);
+        Section { at, len }
+    }
+
+    fn slice<T: bytemuck::Pod>(&mut self, v: &'a [T]) -> Section {
+        self.add(Cow::Borrowed(bytemuck::cast_slice(v)))
+    }
+
+    fn owned<T: bytemuck::Pod>(&mut self, v: Vec<T>) -> Section {
+        self.add(Cow::Owned(bytemuck::cast_slice(&v).to_vec()))
+    }
+
+    fn q(&mut self, q: &'a PackedQ) -> QEntry {
+        let spills: Vec<i32> = (q.spills.iter())
+            .flat_map(|s| [s.col as i32, s.k as i32, s.rest])
+            .collect();
+        QEntry {
+            n: q.n,
+            k: q.k,
+            nr: q.nr,
+            group: q.group,
+            block: q.block,
+            zero: q.zero,
+            codes: self.slice(&q.codes),
+            scales: self.slice(&q.scales),
+            ints: self.slice(&q.ints),
+            spills: self.owned(spills),
+            spill_at: self.owned(q.spill_at.iter().map(|&a| a as u64).collect()),
+        }
+    }
+}
+
+impl CpuModel {
+    /// Writes this model's image to `sink`, a part at a time (the arrays are not copied into
+    /// one buffer first).
+    pub fn write_image(&self, sink: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let mut arrays = Arrays::default();
+        let tensors = (self.weights.iter())
+            .map(|t| TensorEntry {
+                shape: t.shape.clone(),
+                data: arrays.slice(&t.data),
+            })
+            .collect();
+        let packed = (self.packed.iter())
+            .map(|p| {
+                p.as_ref().map(|p| match p {
+                    Packed::F32(b) => {
+                        let (nr, data) = b.parts();
+                        PackedEntry::F32 {
+                            n: b.n,
+                            k: b.k,
+                            nr,
+                            data: arrays.slice(data),
+                        }
+                    }
+                    Packed::Int(q) => PackedEntry::Int(arrays.q(q)),
+                    Packed::Q8(qk, q) => PackedEntry::Q8 {
+                        kernel: qk.name.into(),
+                        q: arrays.q(q),
+                    },
+                })
+            })
+            .collect();
+        let header = Header {
+            format: IMAGE_FORMAT,
+            build: image_build(),
+            kernel: self.kernel.name.into(),
+            int: self.quantized == Quantized::Int,
+            plan: self.plan.stored(),
+            tensors,
+            packed,
+        };
+        let json = serde_json::to_vec(&header)
+            .map_err(|e| Error::Input(format!("packed model image: {e}")))?;
+        sink(MAGIC);
+        sink(&(json.len() as u32).to_le_bytes());
+        sink(&json);
+        let zeros = [0u8; 8];
+        let mut at = (MAGIC.len() + 4 + json.len()) as u64;
+        sink(&zeros[..(at.next_multiple_of(8) - at) as usize]);
+        at = 0;
+        for part in &arrays.parts {
+            sink(&zeros[..(at.next_multiple_of(8) - at) as usize]);
+            sink(part);
+            at = at.next_multiple_of(8) + part.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// The image as one buffer (native callers and tests).
+    pub fn image(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_image(&mut |part| out.extend_from_slice(part))?;
+        Ok(out)
+    }
+}
+
+/// Where an image is read from: a byte slice, or (in the browser) a JS array copied from
+/// straight into each array's own allocation.
+pub trait ImageSource {
+    fn byte_len(&self) -> usize;
+    /// Fills `dst` from byte `at`, which the caller has checked lies within `len`.
+    fn read(&self, at: usize, dst: &mut [u8]);
+}
+
+impl ImageSource for [u8] {
+    fn byte_len(&self) -> usize {
+        self.len()
+    }
+    fn read(&self, at: usize, dst: &mut [u8]) {
+        dst.copy_from_slice(&self[at..at + dst.len()]);
+    }
+}
+
+/// The arrays of an image being read.
+struct Reader<'a, S: ImageSource + ?Sized> {
+    src: &'a S,
+    start: usize,
+}
+
+fn bad<T>(what: impl std::fmt::Display) -> Result<T> {
+    Err(Error::Input(format!("packed model image: {what}")))
+}
+
+impl<S: ImageSource + ?Sized> Reader<'_, S> {
+    fn array<T: bytemuck::Pod>(&self, s: Section) -> Result<Vec<T>> {
+        let size = std::mem::size_of::<T>() as u64;
+        let end = (self.start as u64)
+            .checked_add(s.at)
+            .and_then(|a| a.checked_add(s.len));
+        if !s.len.is_multiple_of(size) || end.is_none_or(|e| e > self.src.byte_len() as u64) {
+            return bad(format!("an array at {} of {} bytes", s.at, s.len));
+        }
+        let mut v = vec![T::zeroed(); (s.len / size) as usize];
+        self.src
+            .read(self.start + s.at as usize, bytemuck::cast_slice_mut(&mut v));
+        Ok(v)
+    }
+
+    fn q(&self, e: &QEntry, nr: usize, group: usize, channel: bool) -> Result<PackedQ> {
+        let panels = e.n.div_ceil(e.nr);
+        let q = PackedQ {
+            n: e.n,
+            k: e.k,
+            nr: e.nr,
+            group: e.group,
+            block: e.block,
+            codes: self.array(e.codes)?,
+            scales: self.array(e.scales)?,
+            zero: e.zero,
+            ints: self.array(e.ints)?,
+            spills: (self.array::<i32>(e.spills)?.chunks_exact(3))
+                .map(|s| Spill {
+                    col: s[0] as usize,
+                    k: s[1] as usize,
+                    rest: s[2],
+                })
+                .collect(),
+            spill_at: (self.array::<u64>(e.spill_at)?.into_iter())
+                .map(|a| a as usize)
+                .collect(),
+        };
+        let fits = if channel {
+            let spills_fit = q.spill_at.len() == panels + 1
+                && q.spill_at.first() == Some(&0)
+                && q.spill_at.windows(2).all(|w| w[0] <= w[1])
+                && q.spill_at.last() == Some(&q.spills.len())
+                && q.spills.iter().all(|s| s.col < nr && s.k < q.k);
+            q.block == q.k.div_ceil(group) * group
+                && q.codes.len() == panels * q.block * nr
+                && q.scales.len() == panels * nr
+                && q.ints.len() == panels * 2 * nr
+                && q.zero.is_none()
+                && spills_fit
+        } else {
+            let per_block = if q.zero.is_some() { nr } else { 2 * nr };
+            let blocks = if q.block > 0 { q.blocks() } else { 0 };
+            q.block > 0
+                && q.block.is_multiple_of(group)
+                && q.codes.len() == panels * blocks * q.block * nr
+                && q.scales.len() == panels * blocks * per_block
+                && q.zero.is_none_or(|z| (0..128).contains(&z))
+                && q.ints.is_empty()
+                && q.spills.is_empty()
+                && q.spill_at.is_empty()
+        };
+        if e.nr != nr || e.group != group || !fits {
+            return bad(format!("packed codes of a [{}, {}] weight", e.n, e.k));
+        }
+        Ok(q)
+    }
+}
+
+impl CpuModel {
+    /// The plan and CPU model an image holds, under `config` (from the folder's own
+    /// `config.json`); an error when the image belongs to another build, kernel or
+    /// `quantized` mode, holds more than `budget` bytes (the bytes it holds come third), or is
+    /// damaged.
+    pub fn from_image<S: ImageSource + ?Sized>(
+        config: ModelConfig,
+        src: &S,
+        kernel: &'static Kernel,
+        quantized: Quantized,
+        budget: u64,
+    ) -> Result<(Arc<Plan>, CpuModel, u64)> {
+        let mut head = [0u8; 12];
+        if src.byte_len() < head.len() {
+            return bad("shorter than its header");
+        }
+        src.read(0, &mut head);
+        if &head[..8] != MAGIC {
+            return bad("not an image (no magic bytes)");
+        }
+        let json_len = u32::from_le_bytes(head[8..].try_into().expect("4 bytes")) as usize;
+        if src.byte_len() - head.len() < json_len {
+            return bad("shorter than its header");
+        }
+        let mut json = vec![0u8; json_len];
+        src.read(head.len(), &mut json);
+        let header: Header =
+            serde_json::from_slice(&json).map_err(|e| Error::Input(e.to_string()))?;
+        if header.format != IMAGE_FORMAT || header.build != image_build() {
+            return bad(format!(
+                "written by {}, not {}",
+                header.build,
+                image_build()
+            ));
+        }
+        if header.kernel != kernel.name || header.int != (quantized == Quantized::Int) {
+            return bad(format!("packed for {}, not {}", header.kernel, kernel.name));
+        }
+        let bytes = |s: &Section| s.len;
+        let q_bytes = |q: &QEntry| {
+            [q.codes, q.scales, q.ints, q.spills]
+                .iter()
+                .map(bytes)
+                .sum()
+        };
+        let held: u64 = header.tensors.iter().map(|t| t.data.len).sum::<u64>()
+            + (header.packed.iter().flatten())
+                .map(|p| match p {
+                    PackedEntry::F32 { data, .. } => data.len,
+                    PackedEntry::Int(q) | PackedEntry::Q8 { q, .. } => q_bytes(q),
+                })
+                .sum::<u64>();
+        let what = || "the packed weights of this model".to_string();
+        crate::model::budget::check(what, Some(held), budget)?;
+        let reader = Reader {
+            src,
+            start: (head.len() + json_len).next_multiple_of(8),
+        };
+        let plan = Plan::from_stored(config, header.plan)?;
+        let count = plan.weight_names.len();
+        if header.tensors.len() != count || header.packed.len() != count {
+            return bad(format!(
+                "{} tensors for {count} weights",
+                header.tensors.len()
+            ));
+        }
+        let mut weights = Vec::with_capacity(count);
+        for t in &header.tensors {
+            let data: Vec<f32> = reader.array(t.data)?;
+            if data.len() != t.shape.iter().product::<usize>() {
+                return bad(format!("a tensor of shape {:?}", t.shape));
+            }
+            weights.push(Tensor::new(t.shape.clone(), data));
+        }
+        let mut packed = Vec::with_capacity(count);
+        for p in &header.packed {
+            packed.push(match p {
+                None => None,
+                Some(PackedEntry::F32 { n, k, nr, data }) => {
+                    let b = PackedB::from_parts(kernel, *n, *k, *nr, reader.array(*data)?);
+                    Some(Packed::F32(b.map_or_else(
+                        || bad(format!("packed f32 of a [{n}, {k}] weight")),
+                        Ok,
+                    )?))
+                }
+                Some(PackedEntry::Int(q)) => {
+                    let Some(qk) = kernel.quant else {
+                        return bad(format!("{} has no q4 tile", kernel.name));
+                    };
+                    Some(Packed::Int(reader.q(q, qk.nr, qk.group, false)?))
+                }
+                Some(PackedEntry::Q8 { kernel: name, q }) => {
+                    let Some(&qk) = kernel.q8.iter().find(|qk| qk.name == name) else {
+                        return bad(format!("{} has no q8 tile {name}", kernel.name));
+                    };
+                    Some(Packed::Q8(qk, reader.q(q, qk.nr, qk.group, true)?))
+                }
+            });
+        }
+        check_uses(&plan, &weights, &packed)?;
+        let plan = Arc::new(plan);
+        let model = CpuModel {
+            plan: plan.clone(),
+            kernel,
+            weights,
+            packed,
+            quantized,
+            budget: u64::MAX,
+        };
+        Ok((plan, model, held))
+    }
+}
+
+/// Every op's weights are there in the form it reads them: a linear's packed with its shape,
+/// the others' tensors whole.
+fn check_uses(plan: &Plan, weights: &[Tensor], packed: &[Option<Packed>]) -> Result<()> {
+    for op in &plan.ops {
+        if let crate::model::Op::Linear { linear, norm, .. } = op {
+            let (n, k) = match &packed[linear.weight.0] {
+                Some(Packed::F32(b)) => (b.n, b.k),
+                Some(Packed::Int(q)) | Some(Packed::Q8(_, q)) => (q.n, q.k),
+                None => (0, 0),
+            };
+            if (n, k) != (linear.n_out, linear.n_in) {
+                return bad(format!(
+                    "`{}` packed as [{n}, {k}]",
+                    plan.weight_names[linear.weight.0]
+                ));
+            }
+            let norm = norm.iter().flat_map(|n| [n.gamma, n.beta]);
+            if let Some(id) = linear
+                .bias
+                .into_iter()
+                .chain(norm)
+                .find(|id| weights[id.0].data.len() != n)
+            {
+                return bad(format!("`{}` is not {n} long", plan.weight_names[id.0]));
+            }
+        }
+        for (id, used) in op.weights() {
+            if used != WeightUse::Gemm && weights[id.0].data.is_empty() {
+                return bad(format!("`{}` is empty", plan.weight_names[id.0]));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,192 @@
+//! Packed-model images: an engine read back from the image of a loaded one answers bit for bit
+//! as that one does, for every weight form (f32 safetensors, q8 and q4 ONNX) and the families'
+//! extra tables (rotary, sliding windows, relative positions, ALiBi); an image written for
+//! another kernel or `quantized` mode, or damaged, is refused with an error, never a panic.
+
+mod common;
+use common::*;
+use pollster::block_on;
+use serde_json::Value;
+use std::path::Path;
+use webert::engine::Engine;
+use webert::engine::LoadOptions;
+use webert::exec::{Quantized, Want};
+use webert::model::ModelFiles;
+
+const TEXTS: [&str; 2] = [
+    "The quick brown fox jumps over the lazy dog near the river bank.",
+    "Packed once, read back many times.",
+];
+
+fn options(quantized: Quantized) -> LoadOptions {
+    LoadOptions {
+        quantized,
+        ..LoadOptions::cpu()
+    }
+}
+
+fn files(dir: &Path, dtype: Option<&str>) -> ModelFiles {
+    ModelFiles::from_dir_dtype(dir, dtype).unwrap()
+}
+
+/// The hidden states and logits of the texts, batched together, as bits.
+fn answers(engine: &Engine) -> Vec<u32> {
+    let max = engine.max_len();
+    let windows: Vec<_> = (TEXTS.iter())
+        .map(|t| engine.encode(t, None, Some(max)).unwrap())
+        .collect();
+    let out = block_on(engine.run(&windows, Want::Both, &[])).unwrap();
+    (out.iter())
+        .flat_map(|w| w.hidden.iter().chain(&w.logits))
+        .map(|x| x.to_bits())
+        .collect()
+}
+
+fn image_of(engine: &Engine) -> Vec<u8> {
+    let mut image = Vec::new();
+    engine
+        .write_image(&mut |part| image.extend_from_slice(part))
+        .unwrap();
+    image
+}
+
+/// Loads `dir`, reads its image back, and checks that both answer alike; the image.
+fn round_trip(dir: &Path, dtype: Option<&str>, quantized: Quantized) -> Vec<u8> {
+    let loaded = block_on(Engine::load(files(dir, dtype), options(quantized))).unwrap();
+    let image = image_of(&loaded);
+    let back = Engine::from_image(files(dir, dtype), &image[..], options(quantized))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    assert_eq!(back.backend(), loaded.backend());
+    assert_eq!(back.int_kernel(), loaded.int_kernel());
+    let (a, b) = (answers(&loaded), answers(&back));
+    assert!(!a.is_empty());
+    assert!(a == b, "{}: the image's answers differ", dir.display());
+    // What it holds is what it was written from: writing it again gives the same bytes.
+    assert!(image_of(&back) == image, "{}", dir.display());
+    image
+}
+
+#[test]
+fn images_answer_as_the_loaded_model_for_every_weight_form() {
+    let minilm = model_dir("minilm");
+    round_trip(&minilm, Some("fp32"), Quantized::Int);
+    round_trip(&minilm, Some("q8"), Quantized::Int);
+    round_trip(&minilm, Some("q8"), Quantized::F32);
+    round_trip(&model_dir("pii"), Some("q4"), Quantized::Int);
+}
+
+#[test]
+fn images_answer_as_the_loaded_model_for_each_family() {
+    for name in [
+        "modernbert-seqcls",
+        "deberta-v3-tokcls",
+        "mpnet-mlm",
+        "jina-v2-base",
+        "nomic-bert-ntk-hub",
+        "eurobert-seqcls-mean-gqa",
+        "albert-qa",
+    ] {
+        round_trip(&root().join("tests/tiny").join(name), None, Quantized::Int);
+    }
+}
+
+fn header(image: &[u8]) -> (Value, usize) {
+    let len = u32::from_le_bytes(image[8..12].try_into().unwrap()) as usize;
+    (serde_json::from_slice(&image[12..12 + len]).unwrap(), len)
+}
+
+/// `image` with its header replaced by `h`, the arrays as they were.
+fn with_header(image: &[u8], h: &Value) -> Vec<u8> {
+    let (_, len) = header(image);
+    let mut json = serde_json::to_vec(h).unwrap();
+    let arrays = (12 + len).next_multiple_of(8);
+    let (magic, size) = (&image[..8], (json.len() as u32).to_le_bytes());
+    json.resize((12 + json.len()).next_multiple_of(8) - 12, b' ');
+    [magic, &size, &json, &image[arrays..]].concat()
+}
+
+fn refused(dir: &Path, dtype: Option<&str>, image: &[u8], quantized: Quantized) -> String {
+    match Engine::from_image(files(dir, dtype), image, options(quantized)) {
+        Ok(_) => panic!("a bad image was read"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn images_of_another_kernel_mode_or_build_are_refused() {
+    let dir = model_dir("minilm");
+    let image = round_trip(&dir, Some("q8"), Quantized::Int);
+    let e = refused(&dir, Some("q8"), &image, Quantized::F32);
+    assert!(e.contains("packed for"), "{e}");
+    let scalar = LoadOptions {
+        isa: Some("scalar".into()),
+        ..options(Quantized::Int)
+    };
+    if webert::cpu::kernels::select().name != "scalar" {
+        let e = Engine::from_image(files(&dir, Some("q8")), &image[..], scalar).err();
+        assert!(e.unwrap().to_string().contains("packed for"));
+    }
+    let (mut h, _) = header(&image);
+    h["build"] = "webert 0.0.0 image 0".into();
+    let e = refused(&dir, Some("q8"), &with_header(&image, &h), Quantized::Int);
+    assert!(e.contains("written by webert 0.0.0"), "{e}");
+    let gpu = LoadOptions {
+        device: webert::engine::Device::Gpu,
+        ..LoadOptions::default()
+    };
+    assert!(Engine::from_image(files(&dir, Some("q8")), &image[..], gpu).is_err());
+}
+
+type Damage = fn(&mut Value);
+
+#[test]
+fn damaged_images_are_errors_not_panics() {
+    let dir = root().join("tests/tiny/modernbert-seqcls");
+    let image = round_trip(&dir, None, Quantized::Int);
+    // Cut anywhere: the header, an array, the last byte.
+    let (_, len) = header(&image);
+    for cut in [
+        0,
+        7,
+        11,
+        12 + len / 2,
+        12 + len + 3,
+        image.len() / 2,
+        image.len() - 1,
+    ] {
+        let e = refused(&dir, None, &image[..cut], Quantized::Int);
+        assert!(
+            e.contains("packed model image") || e.contains("EOF"),
+            "{cut}: {e}"
+        );
+    }
+    let (h, _) = header(&image);
+    let cases: [(&str, Damage); 5] = [
+        ("a tensor's shape", |h| {
+            let s = &mut h["tensors"][0]["shape"][0];
+            *s = (s.as_u64().unwrap() + 1).into();
+        }),
+        ("an array past the end", |h| {
+            h["tensors"][0]["data"]["at"] = (u32::MAX as u64).into();
+        }),
+        ("a packed panel's length", |h| {
+            let p = (h["packed"].as_array_mut().unwrap().iter_mut())
+                .find(|p| !p.is_null())
+                .unwrap();
+            let data = &mut p.as_object_mut().unwrap().values_mut().next().unwrap()["data"];
+            data["len"] = (data["len"].as_u64().unwrap() - 8).into();
+        }),
+        ("an op's weight", |h| {
+            h["plan"]["weight_names"].as_array_mut().unwrap().pop();
+        }),
+        ("a head's ops", |h| {
+            h["plan"]["heads"][0]["ops"]["end"] = 100_000.into();
+        }),
+    ];
+    for (what, damage) in cases {
+        let mut bad = h.clone();
+        damage(&mut bad);
+        let e = refused(&dir, None, &with_header(&image, &bad), Quantized::Int);
+        assert!(e.contains("packed model image"), "{what}: {e}");
+    }
+}

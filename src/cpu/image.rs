@@ -7,6 +7,7 @@
 
 use super::gemm::PackedB;
 use super::model::{CpuModel, Packed};
+use super::palette::{decode, Palette};
 use super::qpack::{PackedQ, Spill};
 use super::tile::Kernel;
 use crate::error::{Error, Result};
@@ -46,7 +47,10 @@ struct Header {
 #[derive(Serialize, Deserialize)]
 struct TensorEntry {
     shape: Vec<usize>,
+    /// f32, or with `palette` one byte per value, its code in the palette.
     data: Section,
+    /// f32, at most 256 ([`Palette`]).
+    palette: Option<Section>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -88,28 +92,67 @@ pub fn image_build() -> String {
     format!("webert {version} image {IMAGE_FORMAT} sources {sources}")
 }
 
+/// Tensors this large or larger are kept with a palette where they have one.
+const PALETTE_FROM: usize = 1 << 16;
+
+/// Values encoded a chunk at a time as they are written (the codes are never held whole).
+const CODES_CHUNK: usize = 1 << 16;
+
+/// One array of an image being written.
+enum Part<'a> {
+    Bytes(Cow<'a, [u8]>),
+    Codes(&'a [f32], Palette),
+}
+
+impl Part<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Part::Bytes(b) => b.len(),
+            Part::Codes(data, _) => data.len(),
+        }
+    }
+}
+
 /// The arrays of an image being written, in order, each placed at a multiple of 8.
 #[derive(Default)]
 struct Arrays<'a> {
-    parts: Vec<Cow<'a, [u8]>>,
+    parts: Vec<Part<'a>>,
     end: u64,
 }
 
 impl<'a> Arrays<'a> {
-    fn add(&mut self, bytes: Cow<'a, [u8]>) -> Section {
+    fn add(&mut self, part: Part<'a>) -> Section {
         let at = self.end.next_multiple_of(8);
-        let len = bytes.len() as u64;
+        let len = part.len() as u64;
         self.end = at + len;
-        self.parts.push(bytes);
+        self.parts.push(part);
         Section { at, len }
     }
 
+    fn tensor(&mut self, t: &'a Tensor) -> TensorEntry {
+        let palette = (t.data.len() >= PALETTE_FROM)
+            .then(|| Palette::of(&t.data))
+            .flatten();
+        let (data, palette) = match palette {
+            Some(p) => {
+                let values = self.owned(p.values().to_vec());
+                (self.add(Part::Codes(&t.data, p)), Some(values))
+            }
+            None => (self.slice(&t.data), None),
+        };
+        TensorEntry {
+            shape: t.shape.clone(),
+            data,
+            palette,
+        }
+    }
+
     fn slice<T: bytemuck::Pod>(&mut self, v: &'a [T]) -> Section {
-        self.add(Cow::Borrowed(bytemuck::cast_slice(v)))
+        self.add(Part::Bytes(Cow::Borrowed(bytemuck::cast_slice(v))))
     }
 
     fn owned<T: bytemuck::Pod>(&mut self, v: Vec<T>) -> Section {
-        self.add(Cow::Owned(bytemuck::cast_slice(&v).to_vec()))
+        self.add(Part::Bytes(Cow::Owned(bytemuck::cast_slice(&v).to_vec())))
     }
 
     fn q(&mut self, q: &'a PackedQ) -> QEntry {
@@ -137,12 +180,7 @@ impl CpuModel {
     /// one buffer first).
     pub fn write_image(&self, sink: &mut dyn FnMut(&[u8])) -> Result<()> {
         let mut arrays = Arrays::default();
-        let tensors = (self.weights.iter())
-            .map(|t| TensorEntry {
-                shape: t.shape.clone(),
-                data: arrays.slice(&t.data),
-            })
-            .collect();
+        let tensors = self.weights.iter().map(|t| arrays.tensor(t)).collect();
         let packed = (self.packed.iter())
             .map(|p| {
                 p.as_ref().map(|p| match p {
@@ -181,9 +219,19 @@ impl CpuModel {
         let mut at = (MAGIC.len() + 4 + json.len()) as u64;
         sink(&zeros[..(at.next_multiple_of(8) - at) as usize]);
         at = 0;
+        let mut codes = Vec::new();
         for part in &arrays.parts {
             sink(&zeros[..(at.next_multiple_of(8) - at) as usize]);
-            sink(part);
+            match part {
+                Part::Bytes(bytes) => sink(bytes),
+                Part::Codes(data, palette) => {
+                    for chunk in data.chunks(CODES_CHUNK) {
+                        codes.resize(chunk.len(), 0);
+                        palette.encode(chunk, &mut codes);
+                        sink(&codes);
+                    }
+                }
+            }
             at = at.next_multiple_of(8) + part.len() as u64;
         }
         Ok(())
@@ -237,6 +285,27 @@ impl<S: ImageSource + ?Sized> Reader<'_, S> {
         self.src
             .read(self.start + s.at as usize, bytemuck::cast_slice_mut(&mut v));
         Ok(v)
+    }
+
+    /// The values of a palette-coded array (one code per value), decoded a chunk at a time.
+    fn decoded(&self, s: Section, values: &[f32]) -> Result<Vec<f32>> {
+        let codes_fit = (self.start as u64)
+            .checked_add(s.at)
+            .and_then(|a| a.checked_add(s.len));
+        if values.len() > 256 || codes_fit.is_none_or(|e| e > self.src.byte_len() as u64) {
+            return bad(format!("a palette of {} values", values.len()));
+        }
+        let mut out = vec![0f32; s.len as usize];
+        let mut codes = vec![0u8; CODES_CHUNK.min(out.len())];
+        let at = self.start + s.at as usize;
+        for (i, chunk) in out.chunks_mut(CODES_CHUNK).enumerate() {
+            let codes = &mut codes[..chunk.len()];
+            self.src.read(at + i * CODES_CHUNK, codes);
+            if !decode(values, codes, chunk) {
+                return bad("a code past its palette");
+            }
+        }
+        Ok(out)
     }
 
     fn q(&self, e: &QEntry, nr: usize, group: usize, channel: bool) -> Result<PackedQ> {
@@ -338,7 +407,8 @@ impl CpuModel {
                 .map(bytes)
                 .sum()
         };
-        let held: u64 = header.tensors.iter().map(|t| t.data.len).sum::<u64>()
+        let tensor_bytes = |t: &TensorEntry| t.data.len * if t.palette.is_some() { 4 } else { 1 };
+        let held: u64 = header.tensors.iter().map(tensor_bytes).sum::<u64>()
             + (header.packed.iter().flatten())
                 .map(|p| match p {
                     PackedEntry::F32 { data, .. } => data.len,
@@ -361,7 +431,10 @@ impl CpuModel {
         }
         let mut weights = Vec::with_capacity(count);
         for t in &header.tensors {
-            let data: Vec<f32> = reader.array(t.data)?;
+            let data = match t.palette {
+                Some(p) => reader.decoded(t.data, &reader.array(p)?)?,
+                None => reader.array(t.data)?,
+            };
             if data.len() != t.shape.iter().product::<usize>() {
                 return bad(format!("a tensor of shape {:?}", t.shape));
             }

@@ -11,6 +11,7 @@ pub mod kernels;
 pub mod math;
 mod model;
 mod ops;
+mod palette;
 pub mod peak;
 pub mod pool;
 pub mod qgemm;

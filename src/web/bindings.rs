@@ -2,7 +2,7 @@
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
 use super::{calls, trained};
-use crate::cpu::image::{image_build, ImageSource};
+use crate::cpu::image::ImageSource;
 use crate::engine::{AutoOptions, Engine, LoadOptions, Watch};
 use crate::error::parse_name;
 use crate::model::ModelFiles;
@@ -87,17 +87,6 @@ pub fn export_gpu_tilings() -> String {
 #[wasm_bindgen(js_name = gpuTilingsTimed)]
 pub fn gpu_tilings_timed() -> f64 {
     crate::engine::gpu_tilings_timed() as f64
-}
-
-/// What a packed-model image this module writes and reads depends on besides the model's
-/// files: the build and the CPU kernel (part of the images' cache key).
-#[wasm_bindgen(js_name = imageLayout)]
-pub fn image_layout() -> String {
-    format!(
-        "{} kernel {}",
-        image_build(),
-        crate::cpu::kernels::select().name
-    )
 }
 
 #[wasm_bindgen(js_name = lastPanic)]

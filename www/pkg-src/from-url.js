@@ -77,6 +77,7 @@ export async function fromUrl(base, opts, progress, layout, label) {
   // A packed-model image of these files (packed-cache.js), where the load can use one.
   const images = opts.packedImages ? await opts.packedImages(root.href, opts) : null;
   let image = null;
+  let imageOf = []; // the weight files the image stands for
   if (Array.isArray(known) && known.every((n) => typeof n === 'string')) {
     // (The CLI's manifest lists the shard index, which the engine does not read.)
     const names = known.filter((n) => n !== 'model.safetensors.index.json');
@@ -88,7 +89,8 @@ export async function fromUrl(base, opts, progress, layout, label) {
       const small = names.filter((n) => !isWeightFile(n));
       await Promise.all(small.map((n) => load(n, false)));
       image = await images.lookup(new Map(small.map((n) => [n, files.get(n)])), weights, opts.sha256).catch(() => null);
-      if (!image) await Promise.all(weights.map((n) => load(n, false)));
+      if (image) imageOf = weights;
+      else await Promise.all(weights.map((n) => load(n, false)));
     } else {
       await Promise.all(names.map((n) => load(n, false)));
     }
@@ -117,7 +119,7 @@ export async function fromUrl(base, opts, progress, layout, label) {
   // `cacheError`: why caching stopped; `stored`: every file is in the cache (for a reload).
   const stored = !!cache && !cache.error;
   // `written`: what this load put in the cache, for the page to check it was kept (cache.js).
-  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget, cacheError: cache?.error ?? null, stored, written: stored ? written : [], image, images };
+  return { origin, files: order.map((name) => ({ name, bytes: files.get(name) })), forget, cacheError: cache?.error ?? null, stored, written: stored ? written : [], image, imageOf, images };
 }
 
 /**

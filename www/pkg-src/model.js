@@ -46,7 +46,7 @@ export class Model {
       const adapter = await adapterFound;
       const cpuOnly = device === 'cpu' || (device === 'auto' && (!adapter || (adapter.isFallbackAdapter && !allowFallback)));
       const cache = cpuOnly ? await openPackedCache(opts) : null;
-      return cache && packedImages(cache, root, quantized, () => started.then(() => runtime.glue.imageLayout()));
+      return cache && packedImages(cache, root, quantized);
     };
     this.engine = null; // a reload after a trap: the old one belonged to the old instance
     let gathered = await this.gather({ ...this.options, packedImages: imagesFor }, report, layout, phases, started);
@@ -54,6 +54,8 @@ export class Model {
     let fromImage = null;
     if (gathered.image) {
       try {
+        const bytes = gathered.files.reduce((s, f) => s + f.bytes.byteLength, gathered.image.byteLength);
+        report?.({ stage: 'compile', bytes, total: bytes });
         const loader = this.loader(gathered);
         this.engine = loader.loadImage(gathered.image, quantized);
         this.generation = runtime.generation;
@@ -67,9 +69,9 @@ export class Model {
       }
       gathered.image = null;
     }
-    const { files, forget, cacheError, written, images } = gathered;
+    const { files, forget, cacheError, written, images, imageOf = [] } = gathered;
     const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
-    const names = files.map((f) => f.name);
+    const names = [...files.map((f) => f.name), ...imageOf].sort();
     let storeImage = null;
     if (!this.engine) {
       // The image's key is taken from the files now, before they go to the engine.

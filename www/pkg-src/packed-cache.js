@@ -2,9 +2,10 @@
 // and packed for this machine's kernel, kept after a load so that a later load of the same files
 // (another visit, another pipeline) reads it instead of importing and packing the weights.
 //
-// An image's key is the SHA-256 of every file it was built from, the `quantized` mode and the
-// module's image layout (build, kernel): a changed file, another build or another kernel misses,
-// and the engine checks the image's own record of build and kernel again when reading it. The
+// An image's key is the SHA-256 of every file it was built from and the `quantized` mode: a
+// changed file misses. The image records the engine build and kernel that wrote it, which the
+// engine checks when reading it: another build's image is refused, and replaced after the load
+// (the key leaves them out so that the image is read while the module starts). The
 // weights' hashes are kept per file URL in `HASHES` (written with an image, dropped whenever a
 // file is downloaded again), so a later load finds its image without reading the weights.
 
@@ -54,10 +55,10 @@ class PackedCache {
     if (urls.some((u) => u in all)) await this.setHashes(root, (h) => (urls.forEach((u) => delete h[u]), h));
   }
 
-  /** The image's URL for these files (`{ url: sha256 }`, all of them), mode and layout. */
-  async imageUrl(root, hashes, quantized, layout) {
+  /** The image's URL for these files (`{ url: sha256 }`, all of them) and mode. */
+  async imageUrl(root, hashes, quantized) {
     const files = Object.keys(hashes).sort().map((u) => [u.slice(root.length), hashes[u]]);
-    const key = await sha256Hex(new TextEncoder().encode(JSON.stringify({ files, quantized, layout })));
+    const key = await sha256Hex(new TextEncoder().encode(JSON.stringify({ files, quantized })));
     return new URL(`.webert-packed/${key}.bin`, root).href;
   }
 
@@ -84,10 +85,10 @@ class PackedCache {
  * What a load needs to find, or later write, its image: `lookup(small, weights, sha256)` with the
  * small files read (`Map` name → bytes), the weights' names and the caller's hashes gives the
  * image's bytes or null;
- * `store(files)` before a load from the files gives what writes its image after it. `layout()` resolves to
- * the module's image layout; `quantized` is the load's mode.
+ * `store(files)` before a load from the files gives what writes its image after it; `quantized` is the
+ * load's mode.
  */
-export function packedImages(cache, root, quantized, layout) {
+export function packedImages(cache, root, quantized) {
   const hashOf = async (files) => Object.fromEntries(await Promise.all([...files].map(async ([name, bytes]) => [new URL(name, root).href, await sha256Hex(bytes)])));
   return {
     cache,
@@ -101,7 +102,7 @@ export function packedImages(cache, root, quantized, layout) {
       // file is read (and fails its check there).
       if (weightNames.some((n, i) => sha256?.[n] && sha256[n].toLowerCase() !== kept[weights[i]])) return null;
       const hashes = { ...(await hashOf(small)), ...Object.fromEntries(weights.map((u) => [u, kept[u]])) };
-      this.url = await cache.imageUrl(root, hashes, quantized, await layout());
+      this.url = await cache.imageUrl(root, hashes, quantized);
       return cache.read(this.url);
     },
     /**
@@ -113,7 +114,7 @@ export function packedImages(cache, root, quantized, layout) {
       digests.catch(() => {});
       return async (parts) => {
         const hashes = await digests;
-        const url = await cache.imageUrl(root, hashes, quantized, await layout());
+        const url = await cache.imageUrl(root, hashes, quantized);
         const blob = new Blob(parts);
         // The hashes first: without its image they only cost a lookup that misses.
         const weights = Object.keys(hashes).filter((u) => isWeightFile(u));

@@ -132,10 +132,10 @@ export interface PipelineOptions {
   /**
    * With `cache`, keep a packed-model image beside the files (default true): after a load that
    * runs on the CPU, the engine's weights as imported and packed for this machine's kernel go to
-   * the Cache API (`webert-packed-v1`), keyed by the SHA-256 of every file, the `quantized` mode
-   * and the build and kernel; a later load of the same files reads it instead of importing and
-   * packing the weights, without reading the weight files. A changed file, another package
-   * build or another kernel misses; an image the engine refuses is dropped and written anew.
+   * the Cache API (`webert-packed-v1`), keyed by the SHA-256 of every file and the `quantized`
+   * mode; a later load of the same files reads it instead of importing and packing the
+   * weights, without reading the weight files. A changed file misses; an image of another
+   * package build or kernel is refused by the engine, dropped and written anew.
    * `ModelInfo.packedImage` says what a load did. Not for WebGPU loads (the image holds no GPU
    * weights).
    */

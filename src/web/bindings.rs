@@ -2,7 +2,6 @@
 //! task calls as JSON in and JSON out (see `calls`). Errors reach JS as `Error`s.
 
 use super::{calls, trained};
-use crate::cpu::image::ImageSource;
 use crate::engine::{AutoOptions, Engine, LoadOptions, Watch};
 use crate::error::parse_name;
 use crate::model::ModelFiles;
@@ -97,8 +96,8 @@ pub fn last_panic() -> String {
 /// Collects a model folder's files, then builds the engine from them.
 #[wasm_bindgen]
 pub struct ModelLoader {
-    files: ModelFiles,
-    budget: Option<u64>,
+    pub(super) files: ModelFiles,
+    pub(super) budget: Option<u64>,
     gpu_dequantize: Option<bool>,
     gpu_tune: Option<bool>,
 }
@@ -187,39 +186,6 @@ impl ModelLoader {
         let engine = Engine::load(self.files, options).await.map_err(js_error)?;
         Ok(WebEngine::new(engine))
     }
-
-    /// Builds a CPU engine from a packed-model image (`WebEngine.imageParts` of an engine
-    /// loaded from the same files) and the folder's other files (config, tokenizer; no
-    /// weights). An error when the image is another build's, kernel's or `quantized` mode's,
-    /// or damaged: then load the files.
-    #[wasm_bindgen(js_name = loadImage)]
-    pub fn load_image(
-        self,
-        image: &js_sys::Uint8Array,
-        quantized: String,
-    ) -> Result<WebEngine, JsError> {
-        let options = LoadOptions {
-            quantized: parse_name("quantized", &quantized).map_err(js_error)?,
-            memory_budget: self.budget,
-            ..LoadOptions::cpu()
-        };
-        let engine = Engine::from_image(self.files, &JsImage(image), options).map_err(js_error)?;
-        Ok(WebEngine::new(engine))
-    }
-}
-
-/// An image in a JS array, copied from straight into each array the engine keeps.
-struct JsImage<'a>(&'a js_sys::Uint8Array);
-
-impl ImageSource for JsImage<'_> {
-    fn byte_len(&self) -> usize {
-        self.0.length() as usize
-    }
-    fn read(&self, at: usize, dst: &mut [u8]) {
-        self.0
-            .subarray(at as u32, (at + dst.len()) as u32)
-            .copy_to(dst);
-    }
 }
 
 /// A JS function `(done, total) => Promise<boolean>` as the engine's [`Watch`].
@@ -277,7 +243,7 @@ pub struct WebEngine {
 }
 
 impl WebEngine {
-    fn new(engine: Engine) -> WebEngine {
+    pub(super) fn new(engine: Engine) -> WebEngine {
         WebEngine {
             engine: Rc::new(engine),
             busy: Rc::new(Cell::new(false)),
@@ -288,20 +254,6 @@ impl WebEngine {
 
 #[wasm_bindgen]
 impl WebEngine {
-    /// This engine's packed-model image for `ModelLoader.loadImage`, as parts to put in a
-    /// `Blob` (each copied out of the WebAssembly memory, which the image never takes whole).
-    #[wasm_bindgen(js_name = imageParts)]
-    pub fn image_parts(&self) -> Result<js_sys::Array, JsError> {
-        let parts = js_sys::Array::new();
-        let mut sink = |part: &[u8]| {
-            if !part.is_empty() {
-                parts.push(&js_sys::Uint8Array::from(part));
-            }
-        };
-        self.engine.write_image(&mut sink).map_err(js_error)?;
-        Ok(parts)
-    }
-
     /// JSON: backend, model type, architecture, labels, maximum length, hidden size, mask token.
     pub fn info(&self) -> String {
         calls::info(&self.engine)

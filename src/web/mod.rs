@@ -5,5 +5,7 @@
 mod bindings;
 pub mod calls;
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+mod images;
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod profiling;
 pub mod trained;

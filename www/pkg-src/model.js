@@ -69,7 +69,9 @@ export class Model {
       }
       gathered.image = null;
     }
-    const { files, forget, cacheError, written, images, imageOf = [] } = gathered;
+    const { files, forget, cacheError, written, stored, imageOf = [] } = gathered;
+    // An image is looked up by the files' cached list and hashes: none unless they all are.
+    const images = stored ? gathered.images : null;
     const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
     const names = [...files.map((f) => f.name), ...imageOf].sort();
     let storeImage = null;
@@ -165,15 +167,13 @@ export class Model {
     const taken = this.enqueue(async () => {
       if (this.live && !this.engine.hasGpu()) parts = this.engine.imageParts();
     });
-    const t0 = performance.now();
     const writing = taken.then(async () => {
       if (!parts) return;
       try {
-        const { bytes } = await store(parts);
-        this.info.packedImage = `written (${bytes} bytes, ${Math.round(performance.now() - t0)} ms)`;
+        await store(parts);
       } catch (e) {
         // A refused write (quota, private mode) only costs a slower load next time.
-        this.info.packedImage = `not written (${e?.message ?? e})`;
+        console.warn(`webert: the packed-model image of this model was not stored (${e?.name ?? 'Error'}: ${e?.message ?? e}); the next load imports and packs the weights again`);
       }
     }, () => {});
     const done = writing.finally(() => {

@@ -198,9 +198,9 @@ export interface ModelInfo {
    */
   cacheError?: string;
   /**
-   * The packed-model image (`packedCache`): `read` (this load came from one), `refused (…)`
-   * (one was there but the engine would not read it; the files were loaded), or, absent at
-   * first and set in the model's thread after the load, `written (…)` / `not written (…)`.
+   * The packed-model image (`packedCache`): `read` (this load came from one) or `refused (…)`
+   * (one was there but the engine would not read it: the files were loaded and a new image is
+   * written); absent otherwise. An image the browser does not store (quota) is a console warning.
    */
   packedImage?: string;
   /**

@@ -3,7 +3,7 @@
 // restarted the WebAssembly instance.
 
 import { gatherFiles } from './files.js';
-import { openPackedCache, packedImages } from './packed-cache.js';
+import { IMAGE_MAX_BYTES, openPackedCache, packedImages } from './packed-cache.js';
 import { LAYOUT } from './layout.js';
 import { isNode } from './platform.js';
 import { defaultThreads, runtime, webgpuAdapter } from './runtime.js';
@@ -77,7 +77,9 @@ export class Model {
     let storeImage = null;
     if (!this.engine) {
       // The image's key is taken from the files now, before they go to the engine.
-      storeImage = images?.store(new Map(files.map((f) => [f.name, f.bytes])));
+      // An image's parts are all in the JS heap at once before they go to the cache: none
+      // for models past IMAGE_MAX_BYTES (a page would hold its size twice more for a moment).
+      if (total <= IMAGE_MAX_BYTES) storeImage = images?.store(new Map(files.map((f) => [f.name, f.bytes])));
       report?.({ stage: 'compile', bytes: total, total });
       const loader = this.loader(gathered);
       phases.lap('copy_ms');

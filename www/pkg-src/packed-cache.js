@@ -12,6 +12,8 @@
 import { sha256Hex } from './sha256.js';
 
 export const PACKED_CACHE = 'webert-packed-v1';
+/** Models whose files are larger get no image (model.js). */
+export const IMAGE_MAX_BYTES = 256 * 2 ** 20;
 const HASHES = '.webert-hashes.json';
 const LENGTH = 'x-webert-length';
 

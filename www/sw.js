@@ -9,7 +9,7 @@ const SHELL = [
   'demo/latency.js', 'demo/load.js', 'demo/loaders.js', 'demo/ner.js', 'demo/open.js',
   'demo/outputs.js', 'demo/progress.js', 'demo/qa.js', 'demo/settings.js', 'demo/sim.js',
   'demo/state.js',
-  'pkg/webert.js', 'pkg/tasks.js', 'pkg/sharing.js', 'pkg/host.js', 'pkg/lane.js', 'pkg/worker.js', 'pkg/handler.js', 'pkg/model.js',
+  'pkg/webert.js', 'pkg/tasks.js', 'pkg/sharing.js', 'pkg/packed-cache.js', 'pkg/host.js', 'pkg/lane.js', 'pkg/worker.js', 'pkg/handler.js', 'pkg/model.js',
   'pkg/hooks.js', 'pkg/redact.js', 'pkg/runtime.js', 'pkg/pool.js', 'pkg/warmup.js', 'pkg/files.js', 'pkg/file-choice.js', 'pkg/sha256.js', 'pkg/local-files.js', 'pkg/urls.js', 'pkg/download.js', 'pkg/from-url.js', 'pkg/cache.js', 'pkg/tilings.js', 'pkg/watchdog.js', 'pkg/env.js', 'pkg/teach.js', 'pkg/tensor.js', 'pkg/progress.js', 'pkg/options.js', 'pkg/simd.js', 'pkg/platform.js', 'pkg/disk-cache.js', 'pkg/sniff.js', 'pkg/layout.js', 'pkg/webert_wasm.js',
   'pkg/webert_wasm_bg.wasm', 'pkg/webert_wasm_relaxed_bg.wasm',
   // the threads build, which machines with 4 or more cores start on this (isolated) page

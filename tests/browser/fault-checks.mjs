@@ -77,7 +77,8 @@ export async function checkReloadFromKept({ evaluate, hub, id, text }) {
 
 /**
  * A cached model whose weights entry is cut short (fetched again, whole in the cache after) or
- * poisoned (the load fails and drops every file it used; the next one fetches them again).
+ * poisoned (the load fails and drops every file it used; the next one fetches them again). The
+ * callers load without packed-model images, which would stand in for the weights unread.
  * All bound to one model: `load()` → `{ out }` or `{ error }`; `cached()` → file → bytes;
  * `tamper('truncate' | 'junk')`; `weightGets()` → GETs of the weights so far.
  */

@@ -154,11 +154,4 @@ impl CpuModel {
         }
         Ok(())
     }
-
-    /// The image as one buffer (native callers and tests).
-    pub fn image(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.write_image(&mut |part| out.extend_from_slice(part))?;
-        Ok(out)
-    }
 }

@@ -75,6 +75,8 @@ export class Model {
     const total = files.reduce((s, f) => s + f.bytes.byteLength, 0);
     const names = [...files.map((f) => f.name), ...imageOf].sort();
     let storeImage = null;
+    let adapter = null;
+    let savedTilings = 0;
     if (!this.engine) {
       // The image's key is taken from the files now, before they go to the engine.
       // An image's parts are all in the JS heap at once before they go to the cache: none
@@ -86,11 +88,10 @@ export class Model {
       if (this.options.gpuWeights != null) loader.setGpuWeights(String(this.options.gpuWeights));
       if (this.options.gpuTilings != null) loader.setGpuTilings(String(this.options.gpuTilings));
       files.length = 0;
-      const adapter = await adapterFound;
+      adapter = await adapterFound;
       // `upload` covers setting WebGPU up and, under auto, timing it against the CPU.
       if (adapter && (device === 'webgpu' || allowFallback || !adapter.isFallbackAdapter)) report?.({ stage: 'upload', bytes: total, total });
-      this.savedTilings = adapter && this.options.gpuTilings !== 'rule' ? await restoreTilings(glue, adapter.name, this.options) : 0;
-      this.adapter = adapter;
+      savedTilings = adapter && this.options.gpuTilings !== 'rule' ? await restoreTilings(glue, adapter.name, this.options) : 0;
       try {
         this.engine = await runtime.guarded(loader.load(device, allowFallback, this.options.probe !== false, quantized));
         this.generation = runtime.generation;
@@ -115,10 +116,10 @@ export class Model {
       await warmHelpers(this.engine, this.info.max_length);
       runtime.helpers.warm = true;
     }
-    if (this.engine.hasGpu() && this.adapter) {
-      this.adapterName = this.adapter.name;
-      this.info.adapter = this.adapter.name + (this.adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
-      this.info.savedGpuTilings = this.savedTilings;
+    if (this.engine.hasGpu() && adapter) {
+      this.adapterName = adapter.name;
+      this.info.adapter = adapter.name + (adapter.isFallbackAdapter ? ' (fallback adapter)' : '');
+      this.info.savedGpuTilings = savedTilings;
       await this.saveTilings(); // the probe's forward may have timed some
     }
     phases.lap('warm_ms');

@@ -6,7 +6,9 @@
 # threads build (relaxed-simd + atomics on shared memory, std rebuilt for it: webert_wasm_threads
 # with its own glue; www/pkg-src/runtime.js starts it where pages are cross-origin isolated); wasm-opt when
 # binaryen's npm build is installed (Debian's binaryen 108 produces modules that crash Chromium),
-# and the JS wrapper, worker and types from www/pkg-src. Prints the .wasm sizes raw and gzipped.
+# and the JS wrapper, worker and types from www/pkg-src, the worker's modules bundled into one file
+# by rolldown (scripts/worker_bundle.config.mjs; vite's, in tests/browser). Prints the .wasm sizes
+# raw and gzipped.
 # WEBERT_WEB_FEATURES: cargo features for all three builds, e.g. `test-hooks` (the wasm side of
 # the package's `webert/testing` entry point; scripts/test.sh builds with it).
 # `--if-changed` (scripts/demo.sh, scripts/test.sh): keep the .wasm files and their glue when a
@@ -25,6 +27,17 @@ if [ "$want" != "$have" ]; then
 fi
 out=www/pkg
 opt=tests/browser/node_modules/.bin/wasm-opt
+rolldown=tests/browser/node_modules/.bin/rolldown
+# The package's JS into $out, the worker as one file.
+copy_js() {
+  cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
+  if [ -x "$rolldown" ]; then
+    "$rolldown" -c scripts/worker_bundle.config.mjs --logLevel warn >/dev/null
+    mv "$out/.worker.bundle.js" "$out/worker.js"
+  else
+    echo "(worker bundle skipped: npm install in tests/browser for rolldown)"
+  fi
+}
 stamp=$( {
   find src shaders Cargo.toml Cargo.lock build.rs scripts/build_web.sh scripts/wasm_flags.sh -type f 2>/dev/null |
     LC_ALL=C sort | xargs sha256sum
@@ -47,7 +60,7 @@ if $if_changed && { built "$out" || built "$saved"; }; then
     rm -rf "$out" && mkdir -p "$out"
     for f in "${wasm_files[@]}" .wasm-stamp; do cp "$saved/$f" "$out/"; done
   fi
-  cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
+  copy_js
   echo "$out ready"
   exit 0
 fi
@@ -111,7 +124,7 @@ done
 for pid in "${optimizing[@]}"; do
   wait "$pid" || { echo "wasm-opt failed" >&2; exit 1; }
 done
-cp www/pkg-src/*.js www/pkg-src/*.d.ts www/pkg-src/package.json www/pkg-src/README.md "$out/"
+copy_js
 echo "$stamp" >"$out/.wasm-stamp"
 rm -rf "$saved" && mkdir -p "$saved"
 for f in "${wasm_files[@]}" .wasm-stamp; do cp "$out/$f" "$saved/"; done

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MODELS, PKG, ROOT, requireModels } from './golden.mjs';
@@ -34,6 +35,17 @@ test('the probe holds every relaxed-SIMD instruction the relaxed build uses', ()
       assert.ok(probed.has(OPCODES[name]), `${build} uses ${name}, which simd.js's probe does not check`);
     }
   }
+});
+
+// A module Worker fetches and links each static import before its first line runs (80-140 ms
+// of a page's first load for ~30 modules): the build bundles them, leaving the wasm-bindgen glue
+// (imported once the build is chosen) its own file.
+test('the package\'s worker is one file: no static imports, the glue imported on demand', () => {
+  const worker = readFileSync(join(PKG, 'worker.js'), 'utf8');
+  assert.doesNotMatch(worker, /^\s*(import|export)\b[^(]*\bfrom\s*['"]/m, 'worker.js still imports modules statically');
+  assert.match(worker, /\bHandler = class\b|\bclass Handler\b/, 'the handler is bundled into worker.js');
+  const dynamic = [...worker.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1]);
+  assert.deepEqual([...new Set(dynamic.filter((d) => d.startsWith('.')))].sort(), ['./webert_wasm.js', './webert_wasm_threads.js']);
 });
 
 /** Loads MiniLM in a fresh Node (`flags`), after `patch` (code run first); returns its info and one embedding's length. */

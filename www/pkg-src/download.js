@@ -82,6 +82,7 @@ export async function readBody(res, url, name, progress, signal) {
   } finally {
     dog?.stop();
   }
+  if (!total) progress.update(name, loaded, loaded); // the size, now that it is known
   const out = new Uint8Array(loaded);
   let at = 0;
   for (const c of chunks) {

@@ -13,14 +13,23 @@ import { isNode } from './platform.js';
 import { TILINGS_CACHE } from './tilings.js';
 import { folderUrl, withScheme } from './urls.js';
 
+/** Within a file, progress events at most this often: a download arrives in chunks of ~64 KiB, each otherwise an event posted to the page. */
+const PROGRESS_MS = 25;
+
 /** Tracks bytes over all files for progress events. */
 class Progress {
   constructor(report) {
     this.report = report ?? (() => {});
     this.files = new Map();
+    this.last = -Infinity;
   }
+  /** A file's bytes so far; `total` 0 while unknown. Its first and last events always go out. */
   update(file, bytes, total, cached = false) {
+    const first = !this.files.has(file);
     this.files.set(file, { bytes, total: Math.max(total, bytes) });
+    const now = performance.now();
+    if (!first && !cached && !(total > 0 && bytes >= total) && now - this.last < PROGRESS_MS) return;
+    this.last = now;
     let b = 0;
     let t = 0;
     for (const f of this.files.values()) {

@@ -50,6 +50,27 @@ fn image_of(engine: &Engine) -> Vec<u8> {
     image
 }
 
+/// The image written `max` bytes at a time through a cursor.
+fn image_in_chunks(engine: &Engine, max: u64) -> Vec<u8> {
+    let mut cursor = engine.image_cursor().unwrap();
+    let (mut image, mut calls) = (Vec::new(), 0);
+    while !cursor.done() {
+        let before = image.len();
+        engine
+            .write_image_chunk(&mut cursor, max, &mut |part| image.extend_from_slice(part))
+            .unwrap();
+        assert!(image.len() > before, "a chunk wrote nothing");
+        assert!(
+            (image.len() - before) as u64 <= max,
+            "a chunk past its size"
+        );
+        calls += 1;
+    }
+    assert_eq!(image.len() as u64, cursor.len());
+    assert!(calls as u64 >= cursor.len().div_ceil(max));
+    image
+}
+
 /// Loads `dir`, reads its image back, and checks that both answer alike; the image.
 fn round_trip(dir: &Path, dtype: Option<&str>, quantized: Quantized) -> Vec<u8> {
     let loaded = block_on(Engine::load(files(dir, dtype), options(quantized))).unwrap();
@@ -76,6 +97,38 @@ fn images_answer_as_the_loaded_model_for_every_weight_form() {
     assert!(q8.len() < 30_000_000, "{} bytes", q8.len());
     round_trip(&minilm, Some("q8"), Quantized::F32);
     round_trip(&model_dir("pii"), Some("q4"), Quantized::Int);
+}
+
+/// Written a piece at a time (as the package streams it into the cache), an image has the same
+/// bytes, for chunks of any size: across the header, the padding, palette codes and arrays.
+#[test]
+fn images_written_in_chunks_are_the_same_bytes() {
+    let q8 = block_on(Engine::load(
+        files(&model_dir("minilm"), Some("q8")),
+        options(Quantized::Int),
+    ))
+    .unwrap();
+    let whole = image_of(&q8);
+    for max in [4099, 1 << 16, (1 << 20) + 5] {
+        assert!(image_in_chunks(&q8, max) == whole, "chunks of {max}");
+    }
+    let tiny = root().join("tests/tiny/modernbert-seqcls");
+    let tiny = block_on(Engine::load(files(&tiny, None), options(Quantized::Int))).unwrap();
+    let whole = image_of(&tiny);
+    for max in [1, 3, 8, 1000] {
+        assert!(image_in_chunks(&tiny, max) == whole, "chunks of {max}");
+    }
+    // A cursor belongs to its model: another one (even of the same files) refuses it.
+    let mut cursor = q8.image_cursor().unwrap();
+    let again = block_on(Engine::load(
+        files(&model_dir("minilm"), Some("q8")),
+        options(Quantized::Int),
+    ))
+    .unwrap();
+    let err = again
+        .write_image_chunk(&mut cursor, 100, &mut |_| {})
+        .unwrap_err();
+    assert!(err.to_string().contains("another model"), "{err}");
 }
 
 #[test]

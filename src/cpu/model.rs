@@ -30,6 +30,9 @@ pub struct CpuModel {
     pub(super) quantized: Quantized,
     /// Bytes the activation buffers and scratch of one call may take (see `model::budget`).
     pub(super) budget: u64,
+    /// Unique in the process ([`CpuModel::next_id`]): an image cursor names the model it
+    /// belongs to.
+    pub(super) id: u64,
 }
 
 impl CpuModel {
@@ -77,7 +80,13 @@ impl CpuModel {
             packed,
             quantized,
             budget: u64::MAX,
+            id: Self::next_id(),
         }
+    }
+
+    pub(super) fn next_id() -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Refuses calls whose activation buffers would take more than `bytes`

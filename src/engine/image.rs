@@ -5,7 +5,7 @@ use super::load::cpu_setup;
 use super::load_times::{Laps, LoadTimes};
 use super::options::{Device, LoadOptions};
 use super::Engine;
-use crate::cpu::image::ImageSource;
+use crate::cpu::image::{ImageCursor, ImageSource};
 use crate::cpu::CpuModel;
 use crate::error::{Error, Result};
 use crate::model::ModelFiles;
@@ -14,6 +14,22 @@ impl Engine {
     /// Writes the image of this engine's CPU model to `sink`, a part at a time.
     pub fn write_image(&self, sink: &mut dyn FnMut(&[u8])) -> Result<()> {
         self.cpu.model.write_image(sink)
+    }
+
+    /// The start of this engine's image, to write a piece at a time with
+    /// [`Engine::write_image_chunk`].
+    pub fn image_cursor(&self) -> Result<ImageCursor> {
+        self.cpu.model.image_cursor()
+    }
+
+    /// The next bytes of `cursor` (about `max`) to `sink`; an error for another engine's cursor.
+    pub fn write_image_chunk(
+        &self,
+        cursor: &mut ImageCursor,
+        max: u64,
+        sink: &mut dyn FnMut(&[u8]),
+    ) -> Result<()> {
+        self.cpu.model.write_image_chunk(cursor, max, sink)
     }
 
     /// An engine from `image` and the folder's other files (`config.json`, the tokenizer: no

@@ -109,6 +109,9 @@ export class LocalHost {
 
   fail(err) {
     this.dead = err;
-    this.handler.dispose();
+    // A packed-model image being written takes its chunks from the engine: it is freed after.
+    const writing = this.handler.model?.background();
+    if (writing) writing.finally(() => this.handler.dispose());
+    else this.handler.dispose();
   }
 }

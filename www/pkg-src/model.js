@@ -3,7 +3,7 @@
 // restarted the WebAssembly instance.
 
 import { gatherFiles } from './files.js';
-import { IMAGE_MAX_BYTES, openPackedCache, packedImages } from './packed-cache.js';
+import { openPackedCache, packedImages } from './packed-cache.js';
 import { LAYOUT } from './layout.js';
 import { isNode } from './platform.js';
 import { defaultThreads, runtime, webgpuAdapter } from './runtime.js';
@@ -79,9 +79,7 @@ export class Model {
     let savedTilings = 0;
     if (!this.engine) {
       // The image's key is taken from the files now, before they go to the engine.
-      // An image's parts are all in the JS heap at once before they go to the cache: none
-      // for models past IMAGE_MAX_BYTES (a page would hold its size twice more for a moment).
-      if (total <= IMAGE_MAX_BYTES) storeImage = images?.store(new Map(files.map((f) => [f.name, f.bytes])));
+      storeImage = images?.store(new Map(files.map((f) => [f.name, f.bytes])));
       report?.({ stage: 'compile', bytes: total, total });
       const loader = this.loader(gathered);
       phases.lap('copy_ms');
@@ -166,17 +164,31 @@ export class Model {
    * the engine in the model's queue, between calls; the digests and the write go on beside them.
    */
   writeImage(store) {
-    let parts = null;
+    let cursor = null;
+    const generation = runtime.generation;
     const taken = this.enqueue(async () => {
-      if (this.live && !this.engine.hasGpu()) parts = this.engine.imageParts();
+      if (this.live && !this.engine.hasGpu()) cursor = this.engine.imageCursor();
     });
+    // Each chunk is copied out of the engine in the model's queue, between calls.
+    const image = {
+      length: () => cursor.length,
+      done: () => cursor.done,
+      next: (max) =>
+        this.enqueue(async () => {
+          if (!this.live || runtime.generation !== generation) throw new Error('the model was unloaded');
+          return this.engine.imageChunk(cursor, max);
+        }),
+    };
     const writing = taken.then(async () => {
-      if (!parts) return;
+      if (!cursor) return;
       try {
-        await store(parts);
+        await store(image);
       } catch (e) {
         // A refused write (quota, private mode) only costs a slower load next time.
         console.warn(`webert: the packed-model image of this model was not stored (${e?.name ?? 'Error'}: ${e?.message ?? e}); the next load imports and packs the weights again`);
+      } finally {
+        // After a trap the instance's memory was reset, and the cursor with it.
+        if (runtime.generation === generation) cursor.free();
       }
     }, () => {});
     const done = writing.finally(() => {

@@ -12,8 +12,8 @@
 import { sha256Hex } from './sha256.js';
 
 export const PACKED_CACHE = 'webert-packed-v1';
-/** Models whose files are larger get no image (model.js). */
-export const IMAGE_MAX_BYTES = 256 * 2 ** 20;
+/** An image goes to the cache in chunks of this many bytes, each taken from the engine between calls. */
+const CHUNK = 4 * 2 ** 20;
 const HASHES = '.webert-hashes.json';
 const LENGTH = 'x-webert-length';
 
@@ -74,8 +74,19 @@ class PackedCache {
     return null;
   }
 
-  async write(url, blob) {
-    await this.cache.put(url, new Response(blob, { headers: { 'content-type': 'application/octet-stream', [LENGTH]: String(blob.size) } }));
+  /** Streams `image` (`{ length(), done(), next(max) }`) into the cache; a failed chunk fails the write, which then stores nothing. */
+  async write(url, image) {
+    const body = new ReadableStream(
+      {
+        async pull(controller) {
+          const bytes = await image.next(CHUNK);
+          if (bytes.byteLength) controller.enqueue(bytes);
+          if (image.done()) controller.close();
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    await this.cache.put(url, new Response(body, { headers: { 'content-type': 'application/octet-stream', [LENGTH]: String(image.length()) } }));
   }
 
   async delete(url) {
@@ -108,21 +119,21 @@ export function packedImages(cache, root, quantized) {
       return cache.read(this.url);
     },
     /**
-     * A function that writes an image (`WebEngine.imageParts()`) keyed by `files` (`Map` name →
-     * bytes, weights included), whose digests start now: WebCrypto copies its input at once.
+     * A function that writes an image (`{ length(), done(), next(max) }`: the engine's image a
+     * chunk at a time, model.js) keyed by `files` (`Map` name → bytes, weights included), whose
+     * digests start now: WebCrypto copies its input at once.
      */
     store(files) {
       const digests = hashOf(files);
       digests.catch(() => {});
-      return async (parts) => {
+      return async (image) => {
         const hashes = await digests;
         const url = await cache.imageUrl(root, hashes, quantized);
-        const blob = new Blob(parts);
         // The hashes first: without its image they only cost a lookup that misses.
         const weights = Object.keys(hashes).filter((u) => isWeightFile(u));
         await cache.setHashes(root, (h) => Object.assign(h, Object.fromEntries(weights.map((u) => [u, hashes[u]]))));
-        await cache.write(url, blob);
-        return { url, bytes: blob.size };
+        await cache.write(url, image);
+        return { url, bytes: image.length() };
       };
     },
   };

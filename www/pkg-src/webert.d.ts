@@ -137,7 +137,7 @@ export interface PipelineOptions {
    * weights, without reading the weight files. A changed file misses; an image of another
    * package build or kernel is refused by the engine, dropped and written anew.
    * `ModelInfo.packedImage` says what a load did. Not for WebGPU loads (the image holds no GPU
-   * weights), nor for models whose files pass 256 MiB.
+   * weights).
    */
   packedCache?: boolean;
   /** Milliseconds without a byte after which a download request is given up and tried again (default 30000; 0: none). */

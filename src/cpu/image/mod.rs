@@ -9,6 +9,7 @@ mod read;
 mod write;
 
 pub use read::ImageSource;
+pub use write::ImageCursor;
 
 use crate::model::StoredPlan;
 use serde::{Deserialize, Serialize};

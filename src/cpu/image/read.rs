@@ -243,6 +243,7 @@ impl CpuModel {
             packed,
             quantized,
             budget: u64::MAX,
+            id: CpuModel::next_id(),
         };
         Ok((plan, model, held))
     }

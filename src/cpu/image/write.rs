@@ -1,5 +1,7 @@
 //! Writing an image: the header, then each array at a multiple of 8, palette-coded tensors
-//! encoded a chunk at a time.
+//! encoded a chunk at a time. An [`ImageCursor`] names the model's arrays instead of borrowing
+//! them, so an image can be written a piece at a time (between calls, into a stream) and is
+//! never held whole.
 
 use super::{
     image_build, Header, PackedEntry, QEntry, Section, TensorEntry, CODES_CHUNK, IMAGE_FORMAT,
@@ -10,53 +12,64 @@ use crate::cpu::palette::Palette;
 use crate::cpu::qpack::PackedQ;
 use crate::error::{Error, Result};
 use crate::exec::Quantized;
-use crate::model::Tensor;
-use std::borrow::Cow;
 
 /// Tensors this large or larger are kept with a palette where they have one.
 const PALETTE_FROM: usize = 1 << 16;
 
-/// One array of an image being written.
-enum Part<'a> {
-    Bytes(Cow<'a, [u8]>),
-    Codes(&'a [f32], Palette),
+/// Where one array of an image comes from.
+enum Source {
+    Owned(Vec<u8>),
+    /// A tensor's f32 values, by `WeightId`.
+    Tensor(usize),
+    /// A tensor's values as their codes in the palette.
+    Codes(usize, Palette),
+    /// A packed f32 weight's panels.
+    PackedF32(usize),
+    Q(usize, QField),
 }
 
-impl Part<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Part::Bytes(b) => b.len(),
-            Part::Codes(data, _) => data.len(),
-        }
-    }
+#[derive(Clone, Copy)]
+enum QField {
+    Codes,
+    Scales,
+    Ints,
 }
 
-/// The arrays of an image being written, in order, each placed at a multiple of 8.
+/// The arrays of an image, in order, each placed at a multiple of 8.
 #[derive(Default)]
-struct Arrays<'a> {
-    parts: Vec<Part<'a>>,
+struct Arrays {
+    parts: Vec<(Section, Source)>,
     end: u64,
 }
 
-impl<'a> Arrays<'a> {
-    fn add(&mut self, part: Part<'a>) -> Section {
+impl Arrays {
+    fn add(&mut self, len: usize, source: Source) -> Section {
         let at = self.end.next_multiple_of(8);
-        let len = part.len() as u64;
-        self.end = at + len;
-        self.parts.push(part);
-        Section { at, len }
+        let section = Section {
+            at,
+            len: len as u64,
+        };
+        self.end = at + len as u64;
+        self.parts.push((section, source));
+        section
     }
 
-    fn tensor(&mut self, t: &'a Tensor) -> TensorEntry {
+    fn owned<T: bytemuck::Pod>(&mut self, v: Vec<T>) -> Section {
+        let bytes = bytemuck::cast_slice(&v).to_vec();
+        self.add(bytes.len(), Source::Owned(bytes))
+    }
+
+    fn tensor(&mut self, model: &CpuModel, id: usize) -> TensorEntry {
+        let t = &model.weights[id];
         let palette = (t.data.len() >= PALETTE_FROM)
             .then(|| Palette::of(&t.data))
             .flatten();
         let (data, palette) = match palette {
             Some(p) => {
                 let values = self.owned(p.values().to_vec());
-                (self.add(Part::Codes(&t.data, p)), Some(values))
+                (self.add(t.data.len(), Source::Codes(id, p)), Some(values))
             }
-            None => (self.slice(&t.data), None),
+            None => (self.add(4 * t.data.len(), Source::Tensor(id)), None),
         };
         TensorEntry {
             shape: t.shape.clone(),
@@ -65,15 +78,7 @@ impl<'a> Arrays<'a> {
         }
     }
 
-    fn slice<T: bytemuck::Pod>(&mut self, v: &'a [T]) -> Section {
-        self.add(Part::Bytes(Cow::Borrowed(bytemuck::cast_slice(v))))
-    }
-
-    fn owned<T: bytemuck::Pod>(&mut self, v: Vec<T>) -> Section {
-        self.add(Part::Bytes(Cow::Owned(bytemuck::cast_slice(&v).to_vec())))
-    }
-
-    fn q(&mut self, q: &'a PackedQ) -> QEntry {
+    fn q(&mut self, id: usize, q: &PackedQ) -> QEntry {
         let spills: Vec<i32> = (q.spills.iter())
             .flat_map(|s| [s.col as i32, s.k as i32, s.rest])
             .collect();
@@ -84,23 +89,57 @@ impl<'a> Arrays<'a> {
             group: q.group,
             block: q.block,
             zero: q.zero,
-            codes: self.slice(&q.codes),
-            scales: self.slice(&q.scales),
-            ints: self.slice(&q.ints),
+            codes: self.add(q.codes.len(), Source::Q(id, QField::Codes)),
+            scales: self.add(4 * q.scales.len(), Source::Q(id, QField::Scales)),
+            ints: self.add(4 * q.ints.len(), Source::Q(id, QField::Ints)),
             spills: self.owned(spills),
             spill_at: self.owned(q.spill_at.iter().map(|&a| a as u64).collect()),
         }
     }
 }
 
+/// An image being written: the header's bytes and where every array comes from. It belongs to
+/// the model that made it ([`CpuModel::image_cursor`]); `at` is how many bytes are out.
+pub struct ImageCursor {
+    model: u64,
+    head: Vec<u8>,
+    parts: Vec<(Section, Source)>,
+    len: u64,
+    at: u64,
+    part: usize,
+    codes: Vec<u8>,
+}
+
+impl ImageCursor {
+    /// The image's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many bytes are out.
+    pub fn at(&self) -> u64 {
+        self.at
+    }
+
+    /// Whether every byte is out.
+    pub fn done(&self) -> bool {
+        self.at == self.len
+    }
+}
+
 impl CpuModel {
-    /// Writes this model's image to `sink`, a part at a time (the arrays are not copied into
-    /// one buffer first).
-    pub fn write_image(&self, sink: &mut dyn FnMut(&[u8])) -> Result<()> {
+    /// The start of this model's image: its header made, its arrays named.
+    pub fn image_cursor(&self) -> Result<ImageCursor> {
         let mut arrays = Arrays::default();
-        let tensors = self.weights.iter().map(|t| arrays.tensor(t)).collect();
-        let packed = (self.packed.iter())
-            .map(|p| {
+        let tensors = (0..self.weights.len())
+            .map(|id| arrays.tensor(self, id))
+            .collect();
+        let packed = (self.packed.iter().enumerate())
+            .map(|(id, p)| {
                 p.as_ref().map(|p| match p {
                     Packed::F32(b) => {
                         let (nr, data) = b.parts();
@@ -108,13 +147,13 @@ impl CpuModel {
                             n: b.n,
                             k: b.k,
                             nr,
-                            data: arrays.slice(data),
+                            data: arrays.add(4 * data.len(), Source::PackedF32(id)),
                         }
                     }
-                    Packed::Int(q) => PackedEntry::Int(arrays.q(q)),
+                    Packed::Int(q) => PackedEntry::Int(arrays.q(id, q)),
                     Packed::Q8(qk, q) => PackedEntry::Q8 {
                         kernel: qk.name.into(),
-                        q: arrays.q(q),
+                        q: arrays.q(id, q),
                     },
                 })
             })
@@ -130,27 +169,110 @@ impl CpuModel {
         };
         let json = serde_json::to_vec(&header)
             .map_err(|e| Error::Input(format!("packed model image: {e}")))?;
-        sink(MAGIC);
-        sink(&(json.len() as u32).to_le_bytes());
-        sink(&json);
-        let zeros = [0u8; 8];
-        let mut at = (MAGIC.len() + 4 + json.len()) as u64;
-        sink(&zeros[..(at.next_multiple_of(8) - at) as usize]);
-        at = 0;
-        let mut codes = Vec::new();
-        for part in &arrays.parts {
-            sink(&zeros[..(at.next_multiple_of(8) - at) as usize]);
-            match part {
-                Part::Bytes(bytes) => sink(bytes),
-                Part::Codes(data, palette) => {
-                    for chunk in data.chunks(CODES_CHUNK) {
-                        codes.resize(chunk.len(), 0);
-                        palette.encode(chunk, &mut codes);
-                        sink(&codes);
-                    }
+        let mut head = [MAGIC.as_slice(), &(json.len() as u32).to_le_bytes(), &json].concat();
+        head.resize(head.len().next_multiple_of(8), 0);
+        Ok(ImageCursor {
+            model: self.id,
+            len: head.len() as u64 + arrays.end,
+            head,
+            parts: arrays.parts,
+            at: 0,
+            part: 0,
+            codes: Vec::new(),
+        })
+    }
+
+    /// Writes the next bytes of `cursor` to `sink`, about `max` of them (at least one array's
+    /// chunk), until the image is out; an error for another model's cursor.
+    pub fn write_image_chunk(
+        &self,
+        cursor: &mut ImageCursor,
+        max: u64,
+        sink: &mut dyn FnMut(&[u8]),
+    ) -> Result<()> {
+        if cursor.model != self.id {
+            return Err(Error::Input(
+                "an image cursor of another model (the model was loaded again)".into(),
+            ));
+        }
+        let stop = cursor.at.saturating_add(max.max(1)).min(cursor.len);
+        let ImageCursor {
+            head,
+            parts,
+            at,
+            part,
+            codes,
+            ..
+        } = cursor;
+        let base = head.len() as u64;
+        while *at < stop {
+            if *at < base {
+                let end = stop.min(base);
+                sink(&head[*at as usize..end as usize]);
+                *at = end;
+                continue;
+            }
+            let (section, source) = &parts[*part];
+            let (start, end) = (base + section.at, base + section.at + section.len);
+            if *at < start {
+                let end = start.min(stop);
+                sink(&[0u8; 8][..(end - *at) as usize]);
+                *at = end;
+            } else if *at < end {
+                let range = (*at - start) as usize..(stop.min(end) - start) as usize;
+                *at += self.part_bytes(source, range, codes, sink) as u64;
+            } else {
+                *part += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes `range` of the array `source` names to `sink`; how many went out (a palette's
+    /// codes a chunk at a time, so fewer than asked).
+    fn part_bytes(
+        &self,
+        source: &Source,
+        range: std::ops::Range<usize>,
+        codes: &mut Vec<u8>,
+        sink: &mut dyn FnMut(&[u8]),
+    ) -> usize {
+        let bytes: &[u8] = match source {
+            Source::Owned(b) => b,
+            Source::Tensor(id) => bytemuck::cast_slice(&self.weights[*id].data),
+            Source::Codes(id, palette) => {
+                let end = range.end.min(range.start + CODES_CHUNK);
+                let data = &self.weights[*id].data[range.start..end];
+                codes.resize(data.len(), 0);
+                palette.encode(data, codes);
+                sink(codes);
+                return data.len();
+            }
+            Source::PackedF32(id) => match &self.packed[*id] {
+                Some(Packed::F32(b)) => bytemuck::cast_slice(b.parts().1),
+                _ => unreachable!("named as a packed f32 weight"),
+            },
+            Source::Q(id, field) => {
+                let q = match &self.packed[*id] {
+                    Some(Packed::Int(q) | Packed::Q8(_, q)) => q,
+                    _ => unreachable!("named as a packed integer weight"),
+                };
+                match field {
+                    QField::Codes => &q.codes,
+                    QField::Scales => bytemuck::cast_slice(&q.scales),
+                    QField::Ints => bytemuck::cast_slice(&q.ints),
                 }
             }
-            at = at.next_multiple_of(8) + part.len() as u64;
+        };
+        sink(&bytes[range.clone()]);
+        range.len()
+    }
+
+    /// Writes this model's image to `sink`, a part at a time (never held whole).
+    pub fn write_image(&self, sink: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let mut cursor = self.image_cursor()?;
+        while !cursor.done() {
+            self.write_image_chunk(&mut cursor, u64::MAX, sink)?;
         }
         Ok(())
     }

@@ -22,7 +22,8 @@ impl Engine {
         self.cpu.model.image_cursor()
     }
 
-    /// The next bytes of `cursor` (about `max`) to `sink`; an error for another engine's cursor.
+    /// The next `max` bytes of `cursor`'s image (fewer at its end) to `sink`; an error for
+    /// another engine's cursor.
     pub fn write_image_chunk(
         &self,
         cursor: &mut ImageCursor,

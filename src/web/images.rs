@@ -76,8 +76,8 @@ impl WebEngine {
             .map_err(js_error)
     }
 
-    /// The next bytes of the image (about `max`), copied out of the WebAssembly memory; an
-    /// error for a cursor of another engine.
+    /// The next `max` bytes of the image (fewer at its end), copied out of the WebAssembly
+    /// memory; an error for a cursor of another engine.
     #[wasm_bindgen(js_name = imageChunk)]
     pub fn image_chunk(
         &self,

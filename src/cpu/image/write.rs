@@ -182,8 +182,8 @@ impl CpuModel {
         })
     }
 
-    /// Writes the next bytes of `cursor` to `sink`, about `max` of them (at least one array's
-    /// chunk), until the image is out; an error for another model's cursor.
+    /// Writes the next `max` bytes of `cursor`'s image to `sink` (fewer at its end); an error
+    /// for another model's cursor.
     pub fn write_image_chunk(
         &self,
         cursor: &mut ImageCursor,

@@ -160,8 +160,9 @@ export class Model {
   }
 
   /**
-   * Writes the packed-model image (`store` from packed-cache.js): its parts are copied out of
-   * the engine in the model's queue, between calls; the digests and the write go on beside them.
+   * Writes the packed-model image (`store` from packed-cache.js), streamed: each chunk is copied
+   * out of the engine in the model's queue, between calls; the digests and the write go on
+   * beside them.
    */
   writeImage(store) {
     let cursor = null;
@@ -169,7 +170,6 @@ export class Model {
     const taken = this.enqueue(async () => {
       if (this.live && !this.engine.hasGpu()) cursor = this.engine.imageCursor();
     });
-    // Each chunk is copied out of the engine in the model's queue, between calls.
     const image = {
       length: () => cursor.length,
       done: () => cursor.done,

@@ -129,31 +129,47 @@ impl PackedQ {
         let flip = if q.signed { 0x80u8 } else { 0 };
         let base = if q.signed { -128 } else { 0 };
         let int = |c: u8| (c ^ flip) as i32 + base;
+        // One column's stored codes, before they are spread over its panel's groups: the loops
+        // over a whole column have no branch and vectorize.
+        let mut stored = vec![0u8; k];
         for (j, row) in q.codes.chunks_exact(k).enumerate() {
             let zw = q.zero_points[j];
             let cw = column_shift(row.iter().map(|&c| int(c)), zw, (lo, hi));
             let (p, jj) = (j / nr, j % nr);
-            let mut sum = 0i32;
-            // Group g of this column lands at `p·block·nr + g·group·nr + jj·group`.
-            let column = &mut codes[p * block * nr + jj * group..];
-            for (g, part) in row.chunks(group).enumerate() {
-                let out = &mut column[g * group * nr..][..part.len()];
-                for (t, (&c, o)) in part.iter().zip(out).enumerate() {
+            let (mut sum, mut cut) = (0i32, false);
+            for (&c, o) in row.iter().zip(&mut stored) {
+                let w = int(c) - cw;
+                let kept = w.clamp(lo, hi);
+                cut |= kept != w;
+                sum += w;
+                *o = kept as u8;
+            }
+            if cut {
+                for (t, &c) in row.iter().enumerate() {
                     let w = int(c) - cw;
-                    let stored = w.clamp(lo, hi);
-                    if stored != w {
+                    let kept = w.clamp(lo, hi);
+                    if kept != w {
                         spills.push(Spill {
                             col: jj,
-                            k: g * group + t,
-                            rest: w - stored,
+                            k: t,
+                            rest: w - kept,
                         });
                     }
-                    sum += w;
-                    *o = stored as u8;
+                }
+                if spills.len() * SPILL_RARITY > n * k {
+                    return None;
                 }
             }
-            if spills.len() * SPILL_RARITY > n * k {
-                return None;
+            // Group g of this column lands at `p·block·nr + g·group·nr + jj·group`.
+            let column = &mut codes[p * block * nr + jj * group..];
+            match group {
+                4 => spread::<4>(&stored, column, nr),
+                2 => spread::<2>(&stored, column, nr),
+                _ => {
+                    for (g, part) in stored.chunks(group).enumerate() {
+                        column[g * group * nr..][..part.len()].copy_from_slice(part);
+                    }
+                }
             }
             scales[p * nr + jj] = q.scales[j];
             let d = cw - zw;
@@ -204,6 +220,20 @@ impl PackedQ {
 /// The shift `cw` of a column's codes into the operand range `lo..=hi` (stored `c − cw`): the
 /// one nearest its zero point when every code fits, else the one that leaves the fewest codes
 /// outside.
+/// Spreads one column's codes over its panel: group g of `G` codes at `g·G·nr` of `column`
+/// (a last short group padded by the zeros already there).
+fn spread<const G: usize>(stored: &[u8], column: &mut [u8], nr: usize) {
+    let whole = stored.chunks_exact(G);
+    let rest = whole.remainder();
+    let groups = whole.len();
+    for (g, part) in whole.enumerate() {
+        column[g * G * nr..][..G].copy_from_slice(part);
+    }
+    if !rest.is_empty() {
+        column[groups * G * nr..][..rest.len()].copy_from_slice(rest);
+    }
+}
+
 fn column_shift(codes: impl Iterator<Item = i32> + Clone, zw: i32, (lo, hi): (i32, i32)) -> i32 {
     let (min, max) = codes
         .clone()
@@ -228,7 +258,99 @@ fn column_shift(codes: impl Iterator<Item = i32> + Clone, zw: i32, (lo, hi): (i3
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::quant_fixtures::{channel_quant, quant, quant_kernels};
+    use crate::cpu::quant_fixtures::{channel_quant, q8_kernels, quant, quant_kernels};
+
+    /// Per-channel packing one code at a time, as it was written first: what the column loops
+    /// must reproduce.
+    fn channel_by_code(kern: &QKernel, n: usize, k: usize, q: &ChannelQuant) -> Option<PackedQ> {
+        let (nr, group, (lo, hi)) = (kern.nr, kern.group, kern.w_range);
+        let block = k.div_ceil(group) * group;
+        let panels = n.div_ceil(nr);
+        let mut codes = vec![0u8; panels * block * nr];
+        let (mut scales, mut ints) = (vec![0f32; panels * nr], vec![0i32; panels * 2 * nr]);
+        let (mut spills, mut spill_at) = (Vec::new(), vec![0]);
+        let int = |c: u8| if q.signed { c as i8 as i32 } else { c as i32 };
+        for (j, row) in q.codes.chunks_exact(k).enumerate() {
+            let zw = q.zero_points[j];
+            let cw = column_shift(row.iter().map(|&c| int(c)), zw, (lo, hi));
+            let (p, jj) = (j / nr, j % nr);
+            let mut sum = 0i32;
+            for (t, &c) in row.iter().enumerate() {
+                let w = int(c) - cw;
+                let stored = w.clamp(lo, hi);
+                if stored != w {
+                    spills.push(Spill {
+                        col: jj,
+                        k: t,
+                        rest: w - stored,
+                    });
+                }
+                sum += w;
+                let (g, i) = (t / group, t % group);
+                codes[p * block * nr + g * group * nr + jj * group + i] = stored as u8;
+            }
+            if spills.len() * SPILL_RARITY > n * k {
+                return None;
+            }
+            scales[p * nr + jj] = q.scales[j];
+            let d = cw - zw;
+            ints[p * 2 * nr + jj] = d;
+            ints[p * 2 * nr + nr + jj] = sum.wrapping_add((k as i32).wrapping_mul(d));
+            if jj == nr - 1 || j == n - 1 {
+                spill_at.push(spills.len());
+            }
+        }
+        let (zero, spills) = (None, spills);
+        Some(PackedQ {
+            n,
+            k,
+            nr,
+            group,
+            block,
+            codes,
+            scales,
+            zero,
+            ints,
+            spills,
+            spill_at,
+        })
+    }
+
+    #[test]
+    fn q8_packing_by_column_equals_packing_by_code() {
+        let mut packed = 0;
+        for qk in q8_kernels() {
+            for (n, k, lo, hi, zp, seed) in [
+                (5, 384, -127, 127, (0, 0), 1),
+                (17, 37, 0, 255, (100, 140), 2), // k not a whole number of groups
+                (9, 1536, -64, 64, (0, 0), 3),   // onnxruntime's reduce_range codes
+                (3, 96, -128, 127, (-3, 3), 4),
+                (2, 6, 0, 255, (0, 255), 5),
+            ] {
+                let mut q = channel_quant(n, k, lo, hi, zp, seed);
+                // A few codes far from the rest: spills where the tile's range is narrower.
+                for (j, c) in [(0, 0u8), (1, 255), (n - 1, 128)] {
+                    q.codes[j * k + k / 2] = c;
+                }
+                let by_code = channel_by_code(qk, n, k, &q);
+                let by_column = PackedQ::channel(qk, n, k, &q);
+                let at = format!("{} n {n} k {k} codes {lo}..={hi}", qk.name);
+                let (Some(a), Some(b)) = (&by_column, &by_code) else {
+                    assert_eq!(by_column.is_some(), by_code.is_some(), "{at}");
+                    continue;
+                };
+                packed += 1;
+                assert_eq!(a.codes, b.codes, "{at}");
+                assert_eq!(a.scales, b.scales, "{at}");
+                assert_eq!(a.ints, b.ints, "{at}");
+                assert_eq!(a.spill_at, b.spill_at, "{at}");
+                let spill = |s: &Spill| (s.col, s.k, s.rest);
+                let spills = |p: &PackedQ| p.spills.iter().map(spill).collect::<Vec<_>>();
+                assert_eq!(spills(a), spills(b), "{at}");
+            }
+        }
+        assert!(packed > 10, "only {packed} matrices packed");
+    }
 
     #[test]
     fn q8_packing_spills_only_rare_codes() {

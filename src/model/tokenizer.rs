@@ -35,6 +35,22 @@ fn probe_added_tokens(tok: &Tokenizer, pair: bool) -> usize {
         .unwrap_or(0)
 }
 
+/// What is read of `tokenizer.json` beside `tokenizers`' own parse. The rest of the file (the
+/// vocabulary, merges) is checked as JSON and skipped, not built into maps.
+#[derive(serde::Deserialize)]
+struct FileHead {
+    #[serde(default)]
+    post_processor: Value,
+    #[serde(default)]
+    model: ModelHead,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct ModelHead {
+    #[serde(default)]
+    continuing_subword_prefix: Option<Value>,
+}
+
 /// `tokenizers` reads a `TemplateProcessing` without the checks its builder makes, then indexes
 /// its special tokens by the template's ids and takes `$B` as the second text: refuse the
 /// templates where encoding would panic (a special token the template names but the processor
@@ -90,12 +106,13 @@ impl TextTokenizer {
     pub fn from_json(tokenizer_json: &[u8], tokenizer_config: Option<&str>) -> Result<Self> {
         // Checked as JSON first: `tokenizers` panics (an `expect`) on a decoder that is not
         // valid JSON, where the rest of the file gets an error.
-        let json: Value = serde_json::from_slice(tokenizer_json)
-            .map_err(|e| Error::Tokenizer(format!("tokenizer.json is not valid JSON: {e}")))?;
-        if let Some(p) = json.get("post_processor") {
-            check_post_processor(p)
-                .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?;
-        }
+        let head: FileHead =
+            serde_json::from_slice(tokenizer_json).map_err(|e| match e.is_data() {
+                true => Error::Tokenizer(format!("tokenizer.json: {e}")),
+                false => Error::Tokenizer(format!("tokenizer.json is not valid JSON: {e}")),
+            })?;
+        check_post_processor(&head.post_processor)
+            .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?;
         let mut tok = Tokenizer::from_bytes(tokenizer_json)
             .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?;
         tok.with_padding(None);
@@ -119,9 +136,8 @@ impl TextTokenizer {
             .and_then(Value::as_f64)
             .filter(|&m| m > 0.0 && m < 1e9)
             .map(|m| m as usize);
-        let subword_prefix = (json.pointer("/model/continuing_subword_prefix"))
-            .and_then(Value::as_str)
-            .map(String::from);
+        let subword_prefix =
+            (head.model.continuing_subword_prefix).and_then(|p| p.as_str().map(String::from));
         Ok(TextTokenizer {
             cls_id: special("cls_token", &["[CLS]", "<s>"]).map(|s| s.1),
             pad_id: special("pad_token", &["[PAD]", "<pad>"]).map_or(0, |s| s.1),

@@ -19,6 +19,7 @@ pub use plan::{
 };
 pub use weights::{BlockQuant, ChannelQuant, Quant, Tensor, Weights};
 pub mod tokenizer;
+mod tokenizer_json;
 pub use tokenizer::{TextTokenizer, Windowing};
 pub mod files;
 pub mod onnx;

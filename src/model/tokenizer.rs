@@ -113,8 +113,11 @@ impl TextTokenizer {
             })?;
         check_post_processor(&head.post_processor)
             .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?;
-        let mut tok = Tokenizer::from_bytes(tokenizer_json)
-            .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?;
+        let mut tok = match super::tokenizer_json::read(tokenizer_json) {
+            Some(tok) => tok,
+            None => Tokenizer::from_bytes(tokenizer_json)
+                .map_err(|e| Error::Tokenizer(format!("tokenizer.json: {e}")))?,
+        };
         tok.with_padding(None);
         tok.with_truncation(None)
             .map_err(|e| Error::Tokenizer(e.to_string()))?;

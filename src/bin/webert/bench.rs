@@ -130,7 +130,12 @@ pub async fn run(a: BenchArgs) -> Result<()> {
     engine.run(&windows, want, &[]).await?;
     let first_ms = t.elapsed().as_secs_f64() * 1e3;
     // Long inputs on an emulated GPU take minutes a forward: say where the run is.
-    eprintln!("bench: first call {first_ms:.1} ms");
+    let progress = |what: String, ms: f64| {
+        if ms >= 1000.0 {
+            eprintln!("bench: {what}: {ms:.1} ms");
+        }
+    };
+    progress("first call".into(), first_ms);
     for _ in 1..a.warmup {
         engine.run(&windows, want, &[]).await?;
     }
@@ -139,13 +144,9 @@ pub async fn run(a: BenchArgs) -> Result<()> {
     for _ in 0..a.runs.max(1) {
         let t = Instant::now();
         last = Some(engine.run(&windows, want, &[]).await?);
-        times.push(t.elapsed().as_secs_f64() * 1e3);
-        eprintln!(
-            "bench: run {} of {}: {:.1} ms",
-            times.len(),
-            a.runs.max(1),
-            times[times.len() - 1]
-        );
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        times.push(ms);
+        progress(format!("run {} of {}", times.len(), a.runs.max(1)), ms);
     }
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];

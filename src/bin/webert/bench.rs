@@ -157,6 +157,9 @@ pub async fn run(a: BenchArgs) -> Result<()> {
         }
         false => None,
     };
+    if let Some(p) = parity.as_ref().filter(|_| median >= 1000.0) {
+        eprintln!("bench: parity with the CPU {p}; now the per-kernel profile (two forwards)");
+    }
     let gpu = engine.gpu_profile(&windows, want).await?;
     let cpu_head = match a.head {
         true => Some(engine.cpu_head_ms(&windows, a.runs)?),

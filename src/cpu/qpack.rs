@@ -217,9 +217,6 @@ impl PackedQ {
     }
 }
 
-/// The shift `cw` of a column's codes into the operand range `lo..=hi` (stored `c − cw`): the
-/// one nearest its zero point when every code fits, else the one that leaves the fewest codes
-/// outside.
 /// Spreads one column's codes over its panel: group g of `G` codes at `g·G·nr` of `column`
 /// (a last short group padded by the zeros already there).
 fn spread<const G: usize>(stored: &[u8], column: &mut [u8], nr: usize) {
@@ -234,6 +231,9 @@ fn spread<const G: usize>(stored: &[u8], column: &mut [u8], nr: usize) {
     }
 }
 
+/// The shift `cw` of a column's codes into the operand range `lo..=hi` (stored `c − cw`): the
+/// one nearest its zero point when every code fits, else the one that leaves the fewest codes
+/// outside.
 fn column_shift(codes: impl Iterator<Item = i32> + Clone, zw: i32, (lo, hi): (i32, i32)) -> i32 {
     let (min, max) = codes
         .clone()

@@ -12,8 +12,11 @@ pub static KERNEL: Kernel = Kernel {
     name: "avx512",
     mr: MR,
     nr: NR,
-    tile,
-    tails: &[],
+    tile: tile::<MR>,
+    tails: &[
+        tile::<1>, tile::<2>, tile::<3>, tile::<4>, tile::<5>, tile::<6>, tile::<7>, tile::<8>,
+        tile::<9>, tile::<10>, tile::<11>,
+    ],
     ops: &ROW_OPS,
     quant: None,
     q8: &[&super::avx2::Q8],
@@ -118,10 +121,11 @@ super::math::row_ops!(f32, "avx512f,avx2,fma");
 
 /// # Safety
 /// The CPU supports AVX-512F (checked by `kernels::available`); `a` holds `k*MR` floats,
-/// `b` holds `k*NR`, and `c` covers `rows × cols` with stride `ldc`.
+/// `b` holds `k*NR`, and `c` covers `rows × cols` with stride `ldc`, `rows ≤ R` (the first `R`
+/// rows of a strip packed `MR` high: a short last strip computes no padding).
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f")]
-unsafe fn tile(
+unsafe fn tile<const R: usize>(
     k: usize,
     a: *const f32,
     b: *const f32,
@@ -131,7 +135,7 @@ unsafe fn tile(
     cols: usize,
     accumulate: bool,
 ) {
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    let mut acc = [[_mm512_setzero_ps(); 2]; R];
     for kk in 0..k {
         let bp = b.add(kk * NR);
         let b0 = _mm512_loadu_ps(bp);
@@ -143,7 +147,7 @@ unsafe fn tile(
             row[1] = _mm512_fmadd_ps(x, b1, row[1]);
         }
     }
-    if rows == MR && cols == NR {
+    if rows == R && cols == NR {
         for (i, row) in acc.iter().enumerate() {
             let dst = c.add(i * ldc);
             let (mut v0, mut v1) = (row[0], row[1]);

@@ -56,6 +56,7 @@ mod cli {
         version,
         about = "BERT-family encoders on CPU SIMD (and WebGPU): HF-pipeline-compatible JSON out",
         after_help = "Environment: WEBERT_ISA (CPU kernel: avx512, avx2, neon, scalar, ...), \
+                      WEBERT_PREFETCH (0 or 1: the CPU GEMMs prefetch weights ahead; unset: as the CPU wants), \
                       WEBERT_GPU_F16 (off: f32 GPU weights; storage: f16 weights; compute: f16 \
                       arithmetic too), WEBERT_GPU_SUBGROUPS, WEBERT_GPU_COOP and WEBERT_GPU_LANES (0 or 1: subgroup \
                       reductions, cooperative-matrix GEMMs, the kernels for CPU-emulated adapters), WEBERT_GPU_TILE (auto, 64, 16, 64:4 \

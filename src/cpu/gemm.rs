@@ -4,6 +4,7 @@
 
 use super::pool::{self, SharedMut};
 use super::tile::{tile_for, Kernel};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Depth of one K block: a `kc × nr` B block of 16 KiB stays in L1 while every A strip passes
 /// over it (kc 128 for 32-wide panels, 512 for 8-wide ones: fewer passes over C, and B streams
@@ -19,6 +20,44 @@ const A_IN_L2_BYTES: usize = 128 << 10;
 /// ahead: the next one alone arrives too late to hide the stream (MiniLM f32 at 15 tokens,
 /// AVX2: 7 % faster at 4 than at 1; docs/performance.md).
 const BLOCKS_AHEAD: usize = 4;
+
+/// Whether few-row calls prefetch the weights ahead of the tiles: 0 decided by the CPU
+/// ([`prefetch_by_cpu`]), 1 never, 2 always ([`set_prefetch`]).
+static PREFETCH: AtomicU8 = AtomicU8::new(0);
+
+/// Overrides whether few-row GEMMs prefetch the weights ahead (`None`: as the CPU wants),
+/// for measuring it on another machine (`WEBERT_PREFETCH` in the CLI).
+pub fn set_prefetch(on: Option<bool>) {
+    PREFETCH.store(on.map_or(0, |on| 1 + on as u8), Ordering::Relaxed);
+}
+
+fn few_row_prefetch() -> bool {
+    match PREFETCH.load(Ordering::Relaxed) {
+        0 => prefetch_by_cpu(),
+        on => on == 2,
+    }
+}
+
+/// AMD cores with AVX-512 (Zen 4 and later) run few-row GEMMs faster without the hints: the
+/// burst of them at each tile call seems to hold up the tile's own loads there, and the
+/// cores' stream prefetchers keep up alone (MiniLM f32 at 15 tokens 8.1 → 6.3 ms); on an AVX2
+/// Zen 3 the hints had gained 5–10 % (docs/performance.md).
+#[cfg(target_arch = "x86_64")]
+fn prefetch_by_cpu() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        use std::arch::x86_64::__cpuid;
+        let (vendor, sig) = (__cpuid(0), __cpuid(1).eax);
+        let amd = (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6E65, 0x444D_4163);
+        let family = ((sig >> 8) & 0xf) + ((sig >> 20) & 0xff);
+        !(amd && family >= 0x19 && std::arch::is_x86_feature_detected!("avx512f"))
+    })
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn prefetch_by_cpu() -> bool {
+    true
+}
 
 /// B packed as panels of `nr` columns: `data[p][kk][j] = B(kk, p*nr + j)`, zero padded.
 #[derive(Debug, Default, Clone)]
@@ -192,6 +231,7 @@ pub unsafe fn gemm_shared(
     // WebAssembly keeps the second order until the first is measured there (its prefetch is a
     // load, which the first order issues further ahead).
     let panel_outer = !cfg!(target_arch = "wasm32") && strips * mr * k * 4 <= A_IN_L2_BYTES;
+    let prefetch = !panel_outer || few_row_prefetch();
     let pieces = pool::pieces(panels);
     pool::run(pieces, &|piece, _| {
         let span = piece * panels / pieces..(piece + 1) * panels / pieces;
@@ -202,7 +242,11 @@ pub unsafe fn gemm_shared(
             let cols = nr.min(n - p * nr);
             let a_block = &a_pack[strips * mr * k0..strips * mr * (k0 + kcb)];
             let b_block = &b.data[p * k * nr + k0 * nr..p * k * nr + (k0 + kcb) * nr];
-            let per_strip = lines_per_strip(kcb * nr, strips);
+            let per_strip = if prefetch {
+                lines_per_strip(kcb * nr, strips)
+            } else {
+                0
+            };
             for s in 0..strips {
                 touch_lines(next, s * per_strip, per_strip);
                 let rows = mr.min(m - s * mr);
@@ -395,7 +439,13 @@ mod tests {
 
     #[test]
     fn every_kernel_matches_naive_on_ragged_shapes() {
-        for kern in available() {
+        // Prefetch hints on and off (a hint changes no result, so other tests may run while
+        // this one sets them): both walks over the weights' blocks.
+        for (kern, prefetch) in available()
+            .into_iter()
+            .flat_map(|k| [(k, true), (k, false)])
+        {
+            set_prefetch(Some(prefetch));
             for &(m, n, k) in &[
                 (1, 1, 1),
                 (5, 7, 3),
@@ -403,10 +453,13 @@ mod tests {
                 (128, 96, 64),
                 (3, 70, 513),
                 (31, 17, 1),
-                // last strips of every height below 4 and 6 (the short-strip tiles)
+                // last strips of every height below 4, 6 and 12 (the short-strip tiles)
                 (2, 9, 40),
                 (14, 10, 9),
                 (16, 24, 70),
+                (21, 35, 33),
+                (22, 40, 17),
+                (23, 33, 65),
                 // packed A past `A_IN_L2_BYTES`: K blocks outermost
                 (150, 40, 300),
             ] {
@@ -433,6 +486,7 @@ mod tests {
                 assert!(err2 < 2e-4, "{} accumulate: {err2}", kern.name);
             }
         }
+        set_prefetch(None);
     }
 
     #[test]

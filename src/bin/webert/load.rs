@@ -24,6 +24,8 @@ pub fn options(device: Device) -> Result<LoadOptions> {
         Some("1") => Ok(Some(true)),
         Some(o) => Err(Error::Input(format!("{name}={o}: use 0 or 1"))),
     };
+    // Process-wide, as the thread count is.
+    webert::cpu::gemm::set_prefetch(switch("WEBERT_PREFETCH")?);
     let tile = match var("WEBERT_GPU_TILE").as_deref() {
         None | Some("auto") => None,
         Some(t) => Some(

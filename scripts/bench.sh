@@ -22,7 +22,7 @@ echo "median (and min) ms over $RUNS runs after $WARMUP warm-up, one thread each
 printf '%-13s %17s %17s %18s\n' config "webert ms (min)" "ort ms (min)" "webert/ort (min)"
 for c in $CONFIGS; do
   m=${c%-*}; bl=${c#*-}
-  w=$("$WEBERT" bench --model "models/$m" --batch "${bl%x*}" --seq-len "${bl#*x}" --runs "$RUNS" --warmup "$WARMUP" \
+  w=$("$WEBERT" bench --threads 1 --model "models/$m" --batch "${bl%x*}" --seq-len "${bl#*x}" --runs "$RUNS" --warmup "$WARMUP" \
       | jq -r '"\(.median_ms) \(.min_ms)"')
   o=$("$PY" scripts/bench_ort.py --only "$c" --runs "$RUNS" --warmup "$WARMUP" | jq -r '"\(.median_ms) \(.min_ms)"')
   echo "$c $w $o" | awk '{ printf "%-13s %8.2f (%6.2f) %8.2f (%6.2f) %9.2f (%6.2f)\n", $1, $2, $3, $4, $5, $2/$4, $3/$5 }'

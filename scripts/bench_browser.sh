@@ -26,6 +26,19 @@ if [ -f target/onnx-dtypes/pii-optimum-q8.onnx ]; then
   cp models/pii/special_tokens_map.json models/bench/pii-q8/ 2>/dev/null || true
   cp target/onnx-dtypes/pii-optimum-q8.onnx models/bench/pii-q8/onnx/model_quantized.onnx
 fi
+# Every transformers.js dtype of both models (packed_load.mjs --models dtypes), from the files
+# scripts/setup.sh builds, under transformers.js's file names; hard links, not copies.
+for m in minilm pii; do
+  [ -f target/onnx-dtypes/$m-optimum-fp32.onnx ] || continue
+  d=models/bench/dtypes-$m
+  mkdir -p "$d/onnx"
+  cp models/$m/config.json models/$m/tokenizer*.json "$d/"
+  cp models/$m/special_tokens_map.json "$d/" 2>/dev/null || true
+  for dt in fp32 fp16 q8 int8 uint8 q4 q4f16 bnb4; do
+    case $dt in fp32) name=model ;; q8) name=model_quantized ;; *) name=model_$dt ;; esac
+    ln -f target/onnx-dtypes/$m-optimum-$dt.onnx "$d/onnx/$name.onnx"
+  done
+done
 [ -d tests/browser/node_modules/playwright-core ] ||
   { echo "missing tests/browser/node_modules (scripts/setup.sh): the bench launches Chromium as the browser tests do" >&2; exit 1; }
 if [ ! -d tests/bench/node_modules/@huggingface/transformers ] || [ tests/bench/package-lock.json -nt tests/bench/node_modules ]; then

@@ -6,9 +6,14 @@
 // and cached, the image written after the load; (2) a later visit with `packedCache: false`
 // (files from the Cache API, imported and packed); (3) a later visit with the image; then in
 // that page, (4) a later load with a spare worker (`env.spareWorkerMs`). transformers.js loads
-// the same file with its browser cache in visits (1) and (3). Rounds alternate the models.
+// the same file with its browser cache in visits (1) and (3), then in (3) once more (its later
+// load: ONNX Runtime started, the file in its cache). In (2), a later load without the image
+// too. Rounds alternate the models.
 //   bash scripts/bench_browser.sh is the usual setup (models/bench/*); then
 //   node tests/bench/packed_load.mjs [--rounds 3] [--models minilm,minilm-q8,pii,pii-q8]
+// Every transformers.js dtype of both models (`--models dtypes`, or e.g. `minilm:fp16,pii:bnb4`)
+// reads the files scripts/setup.sh builds (target/onnx-dtypes), which bench_browser.sh puts in
+// models/bench/dtypes-{minilm,pii}/onnx/ under transformers.js's names.
 import { join } from 'node:path';
 import { serve } from '../../scripts/serve.mjs';
 import { arg, here, launch, webertMounts } from './chromium.mjs';
@@ -19,7 +24,16 @@ const MODELS = {
   pii: { task: 'token-classification', webert: '/models/pii/', tjs: 'pii', dtype: 'q4', label: 'PII q4' },
   'pii-q8': { task: 'token-classification', webert: '/models/bench/pii-q8/', tjs: 'bench/pii-q8', dtype: 'q8', label: 'PII q8' },
 };
-const wanted = arg('models', 'minilm,minilm-q8,pii,pii-q8').split(',');
+const DTYPES = ['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4'];
+for (const [model, task, label] of [['minilm', 'feature-extraction', 'MiniLM'], ['pii', 'token-classification', 'PII']]) {
+  for (const dtype of DTYPES) {
+    const folder = `bench/dtypes-${model}`;
+    MODELS[`${model}:${dtype}`] = { task, webert: `/models/${folder}/`, tjs: folder, dtype, label: `${label} ${dtype}` };
+  }
+}
+const dtypeKeys = Object.keys(MODELS).filter((k) => k.includes(':'));
+const wanted = arg('models', 'minilm,minilm-q8,pii,pii-q8').split(',').flatMap((k) => (k === 'dtypes' ? dtypeKeys : [k]));
+for (const k of wanted) if (!MODELS[k]) throw new Error(`unknown model ${k}; there are ${Object.keys(MODELS).join(', ')}`);
 const rounds = Number(arg('rounds', 3));
 
 const mounts = {
@@ -55,8 +69,8 @@ async function visit({ m, step }) {
     for (let i = 0; i < 200 && (await images()) === before; i++) await new Promise((ok) => setTimeout(ok, 50));
   }
   w.p.dispose();
-  if (step === 'image') {
-    const later = await load({});
+  if (step !== 'first') {
+    const later = await load(step === 'no-image' ? { packedCache: false } : {});
     out.later = { ms: later.ms, packedImage: later.packedImage, phases: later.phases };
     later.p.dispose();
   }
@@ -68,10 +82,16 @@ async function visit({ m, step }) {
       wasm: new URL('/ort/ort-wasm-simd-threaded.asyncify.wasm', location.href).href,
     };
     tenv.backends.onnx.wasm.numThreads = 1;
-    const t0 = performance.now();
-    const t = await tjs(m.task, m.tjs, { dtype: m.dtype, device: 'wasm' });
-    out.tjs = performance.now() - t0;
-    await t.dispose?.();
+    const tjsLoad = async () => {
+      const t0 = performance.now();
+      const t = await tjs(m.task, m.tjs, { dtype: m.dtype, device: 'wasm' });
+      const ms = performance.now() - t0;
+      await t('a short text');
+      await t.dispose?.();
+      return ms;
+    };
+    out.tjs = await tjsLoad();
+    if (step === 'image') out.tjsLater = await tjsLoad();
   }
   return out;
 }
@@ -93,20 +113,22 @@ try {
       const f = (x) => x.toFixed(0);
       console.log(`${m.label} round ${round + 1}: first visit webert ${f(r.first.webert.ms)} / transformers.js ${f(r.first.tjs)} ms; ` +
         `later visit, no image ${f(r['no-image'].webert.ms)} ms; with the image ${f(r.image.webert.ms)} (${r.image.webert.packedImage}) / transformers.js ${f(r.image.tjs)} ms; ` +
-        `later load in that page, image ${f(r.image.later.ms)} ms`);
+        `later load in that page, image ${f(r.image.later.ms)} / no image ${f(r['no-image'].later.ms)} / transformers.js ${f(r.image.tjsLater)} ms`);
       console.log(`  phases: first ${JSON.stringify(r.first.webert.phases)}; no image ${JSON.stringify(r['no-image'].webert.phases)}; image ${JSON.stringify(r.image.webert.phases)}; later ${JSON.stringify(r.image.later.phases)}`);
     }
   }
   const median = (v) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)];
-  console.log('\n| model | first visit webert / transformers.js | later visit, no image | later visit, image / transformers.js | image / first | later load, image |');
+  console.log('\n| model | first visit webert / transformers.js | later visit, no image | later visit, image / transformers.js | image / first | later load in the page, image / no image / transformers.js |');
   console.log('|---|---|---|---|---|---|');
   for (const [label, rows] of Object.entries(table)) {
     const pick = (fn) => median(rows.map(fn));
-    const [first, tFirst, none, img, tImg, later] = [
+    const [first, tFirst, none, img, tImg, later, laterNone, tLater] = [
       pick((r) => r.first.webert.ms), pick((r) => r.first.tjs), pick((r) => r['no-image'].webert.ms),
       pick((r) => r.image.webert.ms), pick((r) => r.image.tjs), pick((r) => r.image.later.ms),
+      pick((r) => r['no-image'].later.ms), pick((r) => r.image.tjsLater),
     ];
-    console.log(`| ${label} | ${first.toFixed(0)} / ${tFirst.toFixed(0)} | ${none.toFixed(0)} | ${img.toFixed(0)} / ${tImg.toFixed(0)} | ${(img / first).toFixed(2)} | ${later.toFixed(0)} |`);
+    const f = (x) => x.toFixed(0);
+    console.log(`| ${label} | ${f(first)} / ${f(tFirst)} | ${f(none)} | ${f(img)} / ${f(tImg)} | ${(img / first).toFixed(2)} | ${f(later)} / ${f(laterNone)} / ${f(tLater)} |`);
   }
 } finally {
   await close();

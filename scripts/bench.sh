@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Compare `webert bench` with onnxruntime (1 thread) on the same inputs, and
 # report peak RSS of a CLI `ner` run on the PII model next to its f32 weight size.
-# Usage: scripts/bench.sh [RUNS] [WARMUP]     (env PY: python with onnxruntime)
+# Usage: scripts/bench.sh [RUNS] [WARMUP]     (env PY: python with onnxruntime and tokenizers;
+# default: the venv scripts/setup.sh makes for the ONNX dtype files, tokenizers added to it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-30}
 WARMUP=${2:-5}
-PY=${PY:-/work/pyenv/bin/python}
+venv=target/onnx-dtypes-venv/bin/python
+if [ -z "${PY:-}" ] && [ -x "$venv" ]; then
+  PY=$venv
+  "$PY" -c 'import tokenizers' 2>/dev/null || "$PY" -m pip install -q tokenizers
+fi
+PY=${PY:?set PY to a python with onnxruntime and tokenizers (or run scripts/setup.sh)}
 WEBERT=target/release/webert
 export HF_HUB_OFFLINE=1
 CONFIGS="minilm-1x128 minilm-1x15 minilm-8x128 pii-1x128 pii-1x15"   # model-BATCHxLEN
@@ -14,7 +20,12 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
 [ -x "$WEBERT" ] || cargo build --release
-[ -f models/bench/minilm.onnx ] || "$PY" scripts/export_minilm_onnx.py
+# MiniLM's f32 ONNX: the torch export where torch is, else optimum's layout from setup.sh's files.
+if [ ! -f models/bench/minilm.onnx ]; then
+  mkdir -p models/bench
+  "$PY" -c 'import torch' 2>/dev/null && "$PY" scripts/export_minilm_onnx.py ||
+    cp target/onnx-dtypes/minilm-optimum-fp32.onnx models/bench/minilm.onnx
+fi
 
 # Each config: webert then ORT back to back, so both see similar load from
 # other processes (the build machine is shared); min_ms is the less noisy figure.

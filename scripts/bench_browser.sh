@@ -8,6 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f www/pkg/webert.js ] || bash scripts/build_web.sh
+# Without torch (scripts/export_minilm_onnx.py), optimum's f32 layout that setup.sh builds.
+if [ ! -f models/bench/minilm.onnx ] && [ -f target/onnx-dtypes/minilm-optimum-fp32.onnx ]; then
+  mkdir -p models/bench && ln -f target/onnx-dtypes/minilm-optimum-fp32.onnx models/bench/minilm.onnx
+fi
 for f in models/pii/onnx/model_q4.onnx models/minilm/tokenizer.json models/bench/minilm.onnx; do
   [ -f "$f" ] || { echo "missing $f (scripts/fetch_models.sh; models/bench/minilm.onnx: scripts/export_minilm_onnx.py)" >&2; exit 1; }
 done

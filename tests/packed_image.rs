@@ -1,5 +1,5 @@
 //! Packed-model images: an engine read back from the image of a loaded one answers bit for bit
-//! as that one does, for every weight form (f32 safetensors, q8 and q4 ONNX) and the families'
+//! as that one does, for every weight form (f32 and f16 safetensors, q8 and q4 ONNX) and the families'
 //! extra tables (rotary, sliding windows, relative positions, ALiBi); an image written for
 //! another kernel or `quantized` mode, or damaged, is refused with an error, never a panic.
 
@@ -87,10 +87,56 @@ fn round_trip(dir: &Path, dtype: Option<&str>, quantized: Quantized) -> Vec<u8> 
     image
 }
 
+/// `dir` with its `model.safetensors` in f16 (every value rounded to a half), in a new folder.
+fn f16_copy(dir: &Path) -> std::path::PathBuf {
+    use safetensors::{tensor::TensorView, Dtype, SafeTensors};
+    let name = dir.file_name().unwrap().to_string_lossy();
+    let out = root()
+        .join("target/test-models")
+        .join(format!("{name}-f16-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    for f in std::fs::read_dir(dir).unwrap() {
+        let f = f.unwrap().path();
+        if f.is_file() && f.file_name().unwrap() != "model.safetensors" {
+            std::fs::copy(&f, out.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    // f32 tensors as halves; others (position ids) as they are.
+    let halves: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = (st.tensors().into_iter())
+        .map(|(name, t)| match t.dtype() {
+            Dtype::F32 => {
+                let data = (t.data().chunks_exact(4))
+                    .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                    .flat_map(|x| half::f16::from_f32(x).to_le_bytes())
+                    .collect();
+                (name, Dtype::F16, t.shape().to_vec(), data)
+            }
+            other => (name, other, t.shape().to_vec(), t.data().to_vec()),
+        })
+        .collect();
+    let views = halves.iter().map(|(name, dtype, shape, data)| {
+        let view = TensorView::new(*dtype, shape.clone(), data).unwrap();
+        (name.clone(), view)
+    });
+    safetensors::serialize_to_file(views, None, &out.join("model.safetensors")).unwrap();
+    out
+}
+
 #[test]
 fn images_answer_as_the_loaded_model_for_every_weight_form() {
     let minilm = model_dir("minilm");
-    round_trip(&minilm, Some("fp32"), Quantized::Int);
+    let f32_image = round_trip(&minilm, Some("fp32"), Quantized::Int);
+    // Weights from an f16 file are kept as halves: half the bytes of the f32 image.
+    let f16_image = round_trip(&f16_copy(&minilm), Some("fp32"), Quantized::Int);
+    assert!(
+        f16_image.len() * 100 < f32_image.len() * 51,
+        "{} bytes for f16 weights, {} for f32",
+        f16_image.len(),
+        f32_image.len()
+    );
     let q8 = round_trip(&minilm, Some("q8"), Quantized::Int);
     // Its word embeddings, dequantized from one scale's 8-bit codes, are kept as those codes
     // and the 256 values (the f32 table alone is 47 MB).
@@ -112,11 +158,14 @@ fn images_written_in_chunks_are_the_same_bytes() {
     for max in [4099, 1 << 16, (1 << 20) + 5] {
         assert!(image_in_chunks(&q8, max) == whole, "chunks of {max}");
     }
+    // f32 values, and halves (two bytes a value: chunks that start and end inside one).
     let tiny = root().join("tests/tiny/modernbert-seqcls");
-    let tiny = block_on(Engine::load(files(&tiny, None), options(Quantized::Int))).unwrap();
-    let whole = image_of(&tiny);
-    for max in [1, 3, 8, 1000] {
-        assert!(image_in_chunks(&tiny, max) == whole, "chunks of {max}");
+    for dir in [tiny.clone(), f16_copy(&tiny)] {
+        let tiny = block_on(Engine::load(files(&dir, None), options(Quantized::Int))).unwrap();
+        let whole = image_of(&tiny);
+        for max in [1, 3, 8, 1000] {
+            assert!(image_in_chunks(&tiny, max) == whole, "chunks of {max}");
+        }
     }
     // A cursor belongs to its model: another one (even of the same files) refuses it.
     let mut cursor = q8.image_cursor().unwrap();
@@ -199,6 +248,17 @@ type Damage = fn(&mut Value);
 fn damaged_images_are_errors_not_panics() {
     let dir = root().join("tests/tiny/modernbert-seqcls");
     let image = round_trip(&dir, None, Quantized::Int);
+    // An array of halves one byte short.
+    let halves = f16_copy(&dir);
+    let f16_image = round_trip(&halves, None, Quantized::Int);
+    let (mut h, _) = header(&f16_image);
+    let p = (h["packed"].as_array_mut().unwrap().iter_mut())
+        .find(|p| p["F32"]["half"] == true)
+        .expect("packed halves");
+    let len = &mut p["F32"]["data"]["len"];
+    *len = (len.as_u64().unwrap() - 1).into();
+    let e = refused(&halves, None, &with_header(&f16_image, &h), Quantized::Int);
+    assert!(e.contains("an array of halves"), "{e}");
     // Cut anywhere: the header, an array, the last byte.
     let (_, len) = header(&image);
     for cut in [

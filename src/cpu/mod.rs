@@ -6,6 +6,7 @@ pub mod dynamic_quant;
 mod executor;
 mod forward;
 pub mod gemm;
+mod half_values;
 pub mod image;
 pub mod kernels;
 pub mod math;

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 const MAGIC: &[u8; 8] = b"WEBERTPK";
 
 /// Raised whenever what an image holds, or how it is laid out, changes.
-pub const IMAGE_FORMAT: u32 = 1;
+pub const IMAGE_FORMAT: u32 = 2;
 
 #[cfg(not(target_endian = "little"))]
 compile_error!("packed-model images are little-endian");
@@ -44,10 +44,12 @@ struct Header {
 #[derive(Serialize, Deserialize)]
 struct TensorEntry {
     shape: Vec<usize>,
-    /// f32, or with `palette` one byte per value, its code in the palette.
+    /// f32; with `palette` one byte per value, its code in the palette; with `half` two bytes
+    /// per value, the value as a half ([`half_values`](crate::cpu::half_values)).
     data: Section,
     /// f32, at most 256 ([`Palette`]).
     palette: Option<Section>,
+    half: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -56,7 +58,9 @@ enum PackedEntry {
         n: usize,
         k: usize,
         nr: usize,
+        /// f32, or with `half` two bytes per value (as a tensor's).
         data: Section,
+        half: bool,
     },
     Int(QEntry),
     Q8 {

@@ -5,6 +5,7 @@ use super::{
     MAGIC,
 };
 use crate::cpu::gemm::PackedB;
+use crate::cpu::half_values;
 use crate::cpu::model::{CpuModel, Packed};
 use crate::cpu::palette::decode;
 use crate::cpu::qpack::{PackedQ, Spill};
@@ -75,6 +76,33 @@ impl<S: ImageSource + ?Sized> Reader<'_, S> {
             }
         }
         Ok(out)
+    }
+
+    /// The values of an array of halves, widened a chunk at a time.
+    fn widened(&self, s: Section) -> Result<Vec<f32>> {
+        let fits = (self.start as u64)
+            .checked_add(s.at)
+            .and_then(|a| a.checked_add(s.len));
+        if !s.len.is_multiple_of(2) || fits.is_none_or(|e| e > self.src.byte_len() as u64) {
+            return bad(format!("an array of halves at {} of {} bytes", s.at, s.len));
+        }
+        let mut out = vec![0f32; (s.len / 2) as usize];
+        let mut bytes = vec![0u8; 2 * CODES_CHUNK.min(out.len())];
+        let at = self.start + s.at as usize;
+        for (i, chunk) in out.chunks_mut(CODES_CHUNK).enumerate() {
+            let bytes = &mut bytes[..2 * chunk.len()];
+            self.src.read(at + 2 * i * CODES_CHUNK, bytes);
+            half_values::decode(bytes, chunk);
+        }
+        Ok(out)
+    }
+
+    /// An f32 array, or its halves widened.
+    fn floats(&self, s: Section, half: bool) -> Result<Vec<f32>> {
+        match half {
+            true => self.widened(s),
+            false => self.array(s),
+        }
     }
 
     fn q(&self, e: &QEntry, nr: usize, group: usize, channel: bool) -> Result<PackedQ> {
@@ -176,11 +204,15 @@ impl CpuModel {
                 .map(bytes)
                 .sum()
         };
-        let tensor_bytes = |t: &TensorEntry| t.data.len * if t.palette.is_some() { 4 } else { 1 };
+        let widened = |len: u64, half: bool| if half { 2 * len } else { len };
+        let tensor_bytes = |t: &TensorEntry| match t.palette {
+            Some(_) => 4 * t.data.len,
+            None => widened(t.data.len, t.half),
+        };
         let held: u64 = header.tensors.iter().map(tensor_bytes).sum::<u64>()
             + (header.packed.iter().flatten())
                 .map(|p| match p {
-                    PackedEntry::F32 { data, .. } => data.len,
+                    PackedEntry::F32 { data, half, .. } => widened(data.len, *half),
                     PackedEntry::Int(q) | PackedEntry::Q8 { q, .. } => q_bytes(q),
                 })
                 .sum::<u64>();
@@ -201,8 +233,9 @@ impl CpuModel {
         let mut weights = Vec::with_capacity(count);
         for t in &header.tensors {
             let data = match t.palette {
+                Some(_) if t.half => return bad("a tensor both palette-coded and halves"),
                 Some(p) => reader.decoded(t.data, &reader.array(p)?)?,
-                None => reader.array(t.data)?,
+                None => reader.floats(t.data, t.half)?,
             };
             if data.len() != t.shape.iter().product::<usize>() {
                 return bad(format!("a tensor of shape {:?}", t.shape));
@@ -213,8 +246,14 @@ impl CpuModel {
         for p in &header.packed {
             packed.push(match p {
                 None => None,
-                Some(PackedEntry::F32 { n, k, nr, data }) => {
-                    let b = PackedB::from_parts(kernel, *n, *k, *nr, reader.array(*data)?);
+                Some(PackedEntry::F32 {
+                    n,
+                    k,
+                    nr,
+                    data,
+                    half,
+                }) => {
+                    let b = PackedB::from_parts(kernel, *n, *k, *nr, reader.floats(*data, *half)?);
                     Some(Packed::F32(b.map_or_else(
                         || bad(format!("packed f32 of a [{n}, {k}] weight")),
                         Ok,

@@ -1,5 +1,5 @@
-//! Writing an image: the header, then each array at a multiple of 8, palette-coded tensors
-//! encoded a chunk at a time. An [`ImageCursor`] names the model's arrays instead of borrowing
+//! Writing an image: the header, then each array at a multiple of 8, palette-coded and
+//! half-valued arrays encoded a chunk at a time. An [`ImageCursor`] names the model's arrays instead of borrowing
 //! them, so an image can be written a piece at a time (between calls, into a stream) and is
 //! never held whole.
 
@@ -7,13 +7,15 @@ use super::{
     image_build, Header, PackedEntry, QEntry, Section, TensorEntry, CODES_CHUNK, IMAGE_FORMAT,
     MAGIC,
 };
+use crate::cpu::half_values;
 use crate::cpu::model::{CpuModel, Packed};
 use crate::cpu::palette::Palette;
 use crate::cpu::qpack::PackedQ;
 use crate::error::{Error, Result};
 use crate::exec::Quantized;
 
-/// Tensors this large or larger are kept with a palette where they have one.
+/// Tensors this large or larger are kept with a palette where they have one, else as halves
+/// where every value is one.
 const PALETTE_FROM: usize = 1 << 16;
 
 /// Where one array of an image comes from.
@@ -23,8 +25,12 @@ enum Source {
     Tensor(usize),
     /// A tensor's values as their codes in the palette.
     Codes(usize, Palette),
+    /// A tensor's values as halves.
+    HalfTensor(usize),
     /// A packed f32 weight's panels.
     PackedF32(usize),
+    /// A packed f32 weight's panels as halves.
+    HalfPacked(usize),
     Q(usize, QField),
 }
 
@@ -64,17 +70,21 @@ impl Arrays {
         let palette = (t.data.len() >= PALETTE_FROM)
             .then(|| Palette::of(&t.data))
             .flatten();
+        let half =
+            palette.is_none() && t.data.len() >= PALETTE_FROM && half_values::all_exact(&t.data);
         let (data, palette) = match palette {
             Some(p) => {
                 let values = self.owned(p.values().to_vec());
                 (self.add(t.data.len(), Source::Codes(id, p)), Some(values))
             }
+            None if half => (self.add(2 * t.data.len(), Source::HalfTensor(id)), None),
             None => (self.add(4 * t.data.len(), Source::Tensor(id)), None),
         };
         TensorEntry {
             shape: t.shape.clone(),
             data,
             palette,
+            half,
         }
     }
 
@@ -143,11 +153,17 @@ impl CpuModel {
                 p.as_ref().map(|p| match p {
                     Packed::F32(b) => {
                         let (nr, data) = b.parts();
+                        let half = half_values::all_exact(data);
+                        let data = match half {
+                            true => arrays.add(2 * data.len(), Source::HalfPacked(id)),
+                            false => arrays.add(4 * data.len(), Source::PackedF32(id)),
+                        };
                         PackedEntry::F32 {
                             n: b.n,
                             k: b.k,
                             nr,
-                            data: arrays.add(4 * data.len(), Source::PackedF32(id)),
+                            data,
+                            half,
                         }
                     }
                     Packed::Int(q) => PackedEntry::Int(arrays.q(id, q)),
@@ -229,7 +245,7 @@ impl CpuModel {
     }
 
     /// Bytes `range` of the array `source` names to `sink`; how many went out (a palette's
-    /// codes a chunk at a time, so fewer than asked).
+    /// codes and halves a chunk at a time, so fewer than asked).
     fn part_bytes(
         &self,
         source: &Source,
@@ -248,10 +264,13 @@ impl CpuModel {
                 sink(codes);
                 return data.len();
             }
-            Source::PackedF32(id) => match &self.packed[*id] {
-                Some(Packed::F32(b)) => bytemuck::cast_slice(b.parts().1),
-                _ => unreachable!("named as a packed f32 weight"),
-            },
+            Source::PackedF32(id) => bytemuck::cast_slice(self.packed_f32(*id)),
+            Source::HalfTensor(id) => {
+                return half_bytes(&self.weights[*id].data, range, codes, sink);
+            }
+            Source::HalfPacked(id) => {
+                return half_bytes(self.packed_f32(*id), range, codes, sink);
+            }
             Source::Q(id, field) => {
                 let q = match &self.packed[*id] {
                     Some(Packed::Int(q) | Packed::Q8(_, q)) => q,
@@ -268,6 +287,13 @@ impl CpuModel {
         range.len()
     }
 
+    fn packed_f32(&self, id: usize) -> &[f32] {
+        match &self.packed[id] {
+            Some(Packed::F32(b)) => b.parts().1,
+            _ => unreachable!("named as a packed f32 weight"),
+        }
+    }
+
     /// Writes this model's image to `sink`, a part at a time (never held whole).
     pub fn write_image(&self, sink: &mut dyn FnMut(&[u8])) -> Result<()> {
         let mut cursor = self.image_cursor()?;
@@ -276,4 +302,21 @@ impl CpuModel {
         }
         Ok(())
     }
+}
+
+/// Bytes `range` of `data` as halves (two bytes a value) to `sink`, at most a chunk of values;
+/// how many bytes went out. A range may start or end inside a value.
+fn half_bytes(
+    data: &[f32],
+    range: std::ops::Range<usize>,
+    buf: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]),
+) -> usize {
+    let first = range.start / 2;
+    let last = range.end.div_ceil(2).min(first + CODES_CHUNK);
+    buf.resize(2 * (last - first), 0);
+    half_values::encode(&data[first..last], buf);
+    let bytes = &buf[range.start - 2 * first..range.end.min(2 * last) - 2 * first];
+    sink(bytes);
+    bytes.len()
 }

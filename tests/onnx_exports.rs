@@ -146,15 +146,15 @@ const ROTARY_FOLDERS: [&str; 16] = [
 
 #[test]
 fn torch_exports_of_other_families_match_onnxruntime() {
-    match_onnxruntime(&FOLDERS, false);
+    match_onnxruntime(&FOLDERS);
 }
 
 #[test]
 fn torch_exports_of_rotary_families_match_onnxruntime() {
-    match_onnxruntime(&ROTARY_FOLDERS, true);
+    match_onnxruntime(&ROTARY_FOLDERS);
 }
 
-fn match_onnxruntime(folders: &[&str], rotary: bool) {
+fn match_onnxruntime(folders: &[&str]) {
     for &name in folders {
         let dir = root().join("tests/tiny").join(name);
         let exports = root().join("tests/onnx-exports").join(name);
@@ -183,12 +183,14 @@ fn match_onnxruntime(folders: &[&str], rotary: bool) {
                 eprintln!("{what}: max {unit} {worst:.1e} against onnxruntime");
                 // Measured ≤ 1.5e-6 on every classifier's probabilities and ≤ 2.2e-5 on the
                 // base models' hidden states (LayerNorm outputs, |h| up to ~4), q8 included
-                // (onnxruntime's arithmetic). Where the graph computes rotary angles in f32
-                // (webert: f64 tables), a text's q8 activations can land one code apart
-                // (docs/quantization.md, Accuracy): nomic-bert-hub's 276 tokens, 2.9e-4;
-                // gte-tokcls's 33-token text likewise, 9.7e-4 (its 372-token one: 6e-8).
+                // (onnxruntime's arithmetic). Where an f32 result differs from onnxruntime's in
+                // its last bits, a text's q8 activations can land one code apart
+                // (docs/quantization.md, Accuracy): where the graph computes rotary angles in
+                // f32 (webert: f64 tables), nomic-bert-hub's 276 tokens, 2.9e-4, gte-tokcls's
+                // 33-token text 9.7e-4 (its 372-token one: 6e-8); with AVX-512's 16-lane row
+                // ops (sums in another order than AVX2's), jina-v2-base, 1.2e-3.
                 let bound = match (hidden, dtype.as_str()) {
-                    (_, "q8") if rotary => 2e-3,
+                    (_, "q8") => 2e-3,
                     _ => 1e-4,
                 };
                 assert!(worst < bound, "{what}: max {unit} {worst}");

@@ -43,12 +43,17 @@ fn bad<T>(what: impl std::fmt::Display) -> Result<T> {
 }
 
 impl<S: ImageSource + ?Sized> Reader<'_, S> {
-    fn array<T: bytemuck::Pod>(&self, s: Section) -> Result<Vec<T>> {
-        let size = std::mem::size_of::<T>() as u64;
+    /// Whether section `s` lies within the image.
+    fn holds(&self, s: Section) -> bool {
         let end = (self.start as u64)
             .checked_add(s.at)
             .and_then(|a| a.checked_add(s.len));
-        if !s.len.is_multiple_of(size) || end.is_none_or(|e| e > self.src.byte_len() as u64) {
+        end.is_some_and(|e| e <= self.src.byte_len() as u64)
+    }
+
+    fn array<T: bytemuck::Pod>(&self, s: Section) -> Result<Vec<T>> {
+        let size = std::mem::size_of::<T>() as u64;
+        if !s.len.is_multiple_of(size) || !self.holds(s) {
             return bad(format!("an array at {} of {} bytes", s.at, s.len));
         }
         let mut v = vec![T::zeroed(); (s.len / size) as usize];
@@ -59,10 +64,7 @@ impl<S: ImageSource + ?Sized> Reader<'_, S> {
 
     /// The values of a palette-coded array (one code per value), decoded a chunk at a time.
     fn decoded(&self, s: Section, values: &[f32]) -> Result<Vec<f32>> {
-        let codes_fit = (self.start as u64)
-            .checked_add(s.at)
-            .and_then(|a| a.checked_add(s.len));
-        if values.len() > 256 || codes_fit.is_none_or(|e| e > self.src.byte_len() as u64) {
+        if values.len() > 256 || !self.holds(s) {
             return bad(format!("a palette of {} values", values.len()));
         }
         let mut out = vec![0f32; s.len as usize];
@@ -80,10 +82,7 @@ impl<S: ImageSource + ?Sized> Reader<'_, S> {
 
     /// The values of an array of halves, widened a chunk at a time.
     fn widened(&self, s: Section) -> Result<Vec<f32>> {
-        let fits = (self.start as u64)
-            .checked_add(s.at)
-            .and_then(|a| a.checked_add(s.len));
-        if !s.len.is_multiple_of(2) || fits.is_none_or(|e| e > self.src.byte_len() as u64) {
+        if !s.len.is_multiple_of(2) || !self.holds(s) {
             return bad(format!("an array of halves at {} of {} bytes", s.at, s.len));
         }
         let mut out = vec![0f32; (s.len / 2) as usize];

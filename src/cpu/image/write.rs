@@ -1,7 +1,7 @@
 //! Writing an image: the header, then each array at a multiple of 8, palette-coded and
-//! half-valued arrays encoded a chunk at a time. An [`ImageCursor`] names the model's arrays instead of borrowing
-//! them, so an image can be written a piece at a time (between calls, into a stream) and is
-//! never held whole.
+//! half-valued arrays encoded a chunk at a time. An [`ImageCursor`] names the model's arrays
+//! instead of borrowing them, so an image can be written a piece at a time (between calls,
+//! into a stream) and is never held whole.
 
 use super::{
     image_build, Header, PackedEntry, QEntry, Section, TensorEntry, CODES_CHUNK, IMAGE_FORMAT,
@@ -67,11 +67,9 @@ impl Arrays {
 
     fn tensor(&mut self, model: &CpuModel, id: usize) -> TensorEntry {
         let t = &model.weights[id];
-        let palette = (t.data.len() >= PALETTE_FROM)
-            .then(|| Palette::of(&t.data))
-            .flatten();
-        let half =
-            palette.is_none() && t.data.len() >= PALETTE_FROM && half_values::all_exact(&t.data);
+        let large = t.data.len() >= PALETTE_FROM;
+        let palette = large.then(|| Palette::of(&t.data)).flatten();
+        let half = large && palette.is_none() && half_values::all_exact(&t.data);
         let (data, palette) = match palette {
             Some(p) => {
                 let values = self.owned(p.values().to_vec());

@@ -1,8 +1,10 @@
 //! Calls on a [`CpuModel`]: a forward pass, its profile, and the head alone, each in a
 //! [`CpuState`] of the caller's.
 
+use super::gemm;
 use super::model::{CpuModel, Packed};
 use super::pool;
+use super::prefetch_trial::{PrefetchChoice, PrefetchTrial};
 use super::state::CpuState;
 use crate::error::{Error, Result};
 use crate::exec::{Batch, Output, Want};
@@ -11,12 +13,57 @@ use crate::model::Op;
 impl CpuModel {
     /// Runs the encoder, and the task head when `want` asks for logits.
     pub fn forward(&self, state: &mut CpuState, batch: &Batch, want: Want) -> Result<Output> {
+        self.forward_by(state, batch, want, |state, i| self.run(state, i, batch))
+    }
+
+    /// [`Self::forward`] as a forward of `trial`: its f32 linears alternate prefetching the
+    /// weights ahead or not, timed by `now_ms`; the choice once the trial has made it.
+    pub fn trial_forward(
+        &self,
+        state: &mut CpuState,
+        batch: &Batch,
+        want: Want,
+        trial: &mut PrefetchTrial,
+        now_ms: impl Fn() -> f64,
+    ) -> Result<(Output, Option<PrefetchChoice>)> {
+        let before = PrefetchRestore(gemm::prefetch_override());
+        let mut seen: Vec<(usize, usize)> = Vec::new();
+        let mut ms = [0.0; 2];
+        let out = self.forward_by(state, batch, want, |state, i| {
+            let Op::Linear { linear, .. } = &self.plan.ops[i] else {
+                return self.run(state, i, batch);
+            };
+            if !matches!(self.packed[linear.weight.0], Some(Packed::F32(_))) {
+                return self.run(state, i, batch);
+            }
+            let shape = (linear.n_in, linear.n_out);
+            let nth = seen.iter().filter(|s| **s == shape).count();
+            seen.push(shape);
+            let touches = trial.touches(nth);
+            gemm::set_prefetch(Some(touches));
+            let t = now_ms();
+            self.run(state, i, batch);
+            ms[touches as usize] += now_ms() - t;
+        })?;
+        drop(before);
+        Ok((out, trial.record(ms)))
+    }
+
+    /// Runs the encoder's ops (and the head's `want` asks for) with `run` and copies out the
+    /// results.
+    fn forward_by(
+        &self,
+        state: &mut CpuState,
+        batch: &Batch,
+        want: Want,
+        mut run: impl FnMut(&mut CpuState, usize),
+    ) -> Result<Output> {
         state.size(self, batch)?;
         let plan = &self.plan;
         let head = want.head_index().and_then(|i| plan.head(i));
         let head_ops = head.map_or(0..0, |h| h.ops.clone());
         for i in (0..plan.encoder_ops).chain(head_ops) {
-            self.run(state, i, batch);
+            run(state, i);
         }
         pool::rest();
         let copy = |b: &[f32], what: &str| -> Result<Vec<f32>> {
@@ -122,5 +169,14 @@ impl CpuModel {
         }
         pool::rest();
         Ok(Some(state.bufs[head.logits.0].clone()))
+    }
+}
+
+/// Puts back the prefetch override a trial forward found, also when the forward fails.
+struct PrefetchRestore(Option<bool>);
+
+impl Drop for PrefetchRestore {
+    fn drop(&mut self) {
+        gemm::set_prefetch(self.0);
     }
 }

@@ -21,21 +21,29 @@ const A_IN_L2_BYTES: usize = 128 << 10;
 /// AVX2: 7 % faster at 4 than at 1; docs/performance.md).
 const BLOCKS_AHEAD: usize = 4;
 
-/// Whether few-row calls prefetch the weights ahead of the tiles: 0 decided by the CPU
-/// ([`prefetch_by_cpu`]), 1 never, 2 always ([`set_prefetch`]).
+/// Whether GEMMs prefetch the weights ahead of the tiles where that is a choice (natively the
+/// few-row calls, in WebAssembly every call): 0 decided by the CPU ([`prefetch_by_cpu`]), 1
+/// never, 2 always ([`set_prefetch`]).
 static PREFETCH: AtomicU8 = AtomicU8::new(0);
 
-/// Overrides whether few-row GEMMs prefetch the weights ahead (`None`: as the CPU wants),
-/// for measuring it on another machine (`WEBERT_PREFETCH` in the CLI).
+/// Overrides whether GEMMs prefetch the weights ahead (`None`: as the CPU wants), for
+/// measuring it on another machine (`WEBERT_PREFETCH` in the CLI) and for the engine's timed
+/// choice in WebAssembly (`PrefetchTrial`), which cannot ask the CPU what it is.
 pub fn set_prefetch(on: Option<bool>) {
     PREFETCH.store(on.map_or(0, |on| 1 + on as u8), Ordering::Relaxed);
 }
 
-fn few_row_prefetch() -> bool {
+/// The override [`set_prefetch`] set last.
+pub fn prefetch_override() -> Option<bool> {
     match PREFETCH.load(Ordering::Relaxed) {
-        0 => prefetch_by_cpu(),
-        on => on == 2,
+        0 => None,
+        on => Some(on == 2),
     }
+}
+
+/// Whether the GEMMs that may prefetch the weights ahead do.
+pub fn prefetch_chosen() -> bool {
+    prefetch_override().unwrap_or_else(prefetch_by_cpu)
 }
 
 /// AMD cores with AVX-512 (Zen 4 and later) run few-row GEMMs faster without the hints: the
@@ -231,7 +239,10 @@ pub unsafe fn gemm_shared(
     // WebAssembly keeps the second order until the first is measured there (its prefetch is a
     // load, which the first order issues further ahead).
     let panel_outer = !cfg!(target_arch = "wasm32") && strips * mr * k * 4 <= A_IN_L2_BYTES;
-    let prefetch = !panel_outer || few_row_prefetch();
+    let prefetch = match panel_outer || cfg!(target_arch = "wasm32") {
+        true => prefetch_chosen(),
+        false => true,
+    };
     let pieces = pool::pieces(panels);
     pool::run(pieces, &|piece, _| {
         let span = piece * panels / pieces..(piece + 1) * panels / pieces;

@@ -15,6 +15,7 @@ mod ops;
 mod palette;
 pub mod peak;
 pub mod pool;
+pub mod prefetch_trial;
 pub mod qgemm;
 pub mod qpack;
 mod quant_fixtures;
@@ -37,4 +38,5 @@ mod simd128;
 
 pub use executor::CpuExecutor;
 pub use model::CpuModel;
+pub use prefetch_trial::{PrefetchChoice, PrefetchTrial};
 pub use state::CpuState;

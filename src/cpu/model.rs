@@ -110,6 +110,11 @@ impl CpuModel {
         self.int_kernel_names().first().copied()
     }
 
+    /// Whether some linear multiplies f32 weights (the GEMMs that may prefetch them).
+    pub fn has_f32_linears(&self) -> bool {
+        (self.packed.iter().flatten()).any(|p| matches!(p, Packed::F32(_)))
+    }
+
     /// Every integer tile some weight is packed for, in the order of the weights.
     pub fn int_kernel_names(&self) -> Vec<&'static str> {
         let mut names = Vec::new();

@@ -4,7 +4,10 @@
 //! most as many states as CPU threads asked for: past that, a call waits for a state, so the
 //! scratch held at once is at most that many calls' worth.
 
-use crate::cpu::{pool, CpuModel, CpuState};
+use super::clock::now_ms;
+use crate::cpu::{gemm, pool, prefetch_trial, CpuModel, CpuState, PrefetchChoice, PrefetchTrial};
+use crate::error::Result;
+use crate::exec::{Batch, Output, Want};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -13,8 +16,19 @@ pub(super) struct Cpu {
     states: Mutex<States>,
     returned: Condvar,
     made: AtomicUsize,
+    /// Prefetching the weights ahead, chosen by timing forwards (see [`PrefetchTrial`]):
+    /// while it is being timed, and how it ended.
+    trial: Mutex<Trial>,
     #[cfg(any(test, feature = "test-hooks"))]
     pub(super) meeting: super::test_hooks::Meeting,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Trial {
+    /// Not timed: the CPU's choice (natively), or one made before in this instance.
+    Untimed,
+    Timing(PrefetchTrial),
+    Chosen(PrefetchChoice),
 }
 
 #[derive(Default)]
@@ -44,14 +58,72 @@ impl Drop for Lease<'_> {
 
 impl Cpu {
     pub(super) fn new(model: CpuModel) -> Self {
-        Cpu {
+        let cpu = Cpu {
             model: Arc::new(model),
             states: Mutex::default(),
             returned: Condvar::new(),
             made: AtomicUsize::new(0),
+            trial: Mutex::new(Trial::Untimed),
             #[cfg(any(test, feature = "test-hooks"))]
             meeting: Default::default(),
+        };
+        // WebAssembly cannot ask what the CPU is, so it times the choice; once per instance,
+        // as the choice holds for every model after.
+        if cfg!(all(target_arch = "wasm32", target_os = "unknown")) {
+            cpu.start_trial();
         }
+        cpu
+    }
+
+    /// Starts timing the prefetch choice, where this model has f32 linears and nothing has
+    /// set the choice yet.
+    pub(super) fn start_trial(&self) {
+        if self.model.has_f32_linears() && gemm::prefetch_override().is_none() {
+            *self.trial.lock().unwrap_or_else(|p| p.into_inner()) =
+                Trial::Timing(PrefetchTrial::default());
+        }
+    }
+
+    /// Stops timing the prefetch choice (the choice is set by hand).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(super) fn end_trial(&self) {
+        *self.trial.lock().unwrap_or_else(|p| p.into_inner()) = Trial::Untimed;
+    }
+
+    /// Where the prefetch choice stands.
+    pub(super) fn trial(&self) -> Trial {
+        self.trial.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A forward pass, one of the prefetch trial's while it is timing.
+    pub(super) fn forward(&self, batch: &Batch, want: Want) -> Result<Output> {
+        let short = batch.ids.len() <= prefetch_trial::MAX_ROWS;
+        let timing = short.then(|| {
+            let mut trial = self.trial.lock().unwrap_or_else(|p| p.into_inner());
+            match std::mem::replace(&mut *trial, Trial::Untimed) {
+                Trial::Timing(t) => Some(t),
+                other => {
+                    *trial = other;
+                    None
+                }
+            }
+        });
+        // Long calls, and calls at the same time as a trial forward (which holds the trial
+        // meanwhile), run untimed.
+        let Some(mut timing) = timing.flatten() else {
+            return self.call(|model, state| model.forward(state, batch, want));
+        };
+        let out =
+            self.call(|model, state| model.trial_forward(state, batch, want, &mut timing, now_ms));
+        let next = match out.as_ref().ok().and_then(|(_, choice)| *choice) {
+            Some(choice) => {
+                gemm::set_prefetch(Some(choice.prefetch));
+                Trial::Chosen(choice)
+            }
+            None => Trial::Timing(timing),
+        };
+        *self.trial.lock().unwrap_or_else(|p| p.into_inner()) = next;
+        out.map(|(out, _)| out)
     }
 
     fn lock(&self) -> MutexGuard<'_, States> {

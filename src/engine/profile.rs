@@ -2,8 +2,9 @@
 //! and the GEMM tilings the GPU chose.
 
 use super::clock::now_ms;
+use super::cpu::Trial;
 use super::Engine;
-use crate::cpu::pool;
+use crate::cpu::{gemm, pool};
 use crate::error::Result;
 use crate::exec::Want;
 use tokenizers::Encoding;
@@ -48,6 +49,28 @@ impl Engine {
         match gpu.as_mut() {
             Some(g) => g.exec.profile(&batch, want).await,
             None => Ok(None),
+        }
+    }
+
+    /// One CPU forward over `windows`, its results dropped: the warm-up's (which also times
+    /// the prefetch choice while that is open; see [`Self::weight_prefetch`]).
+    pub fn cpu_warm_up(&self, windows: &[Encoding]) -> Result<()> {
+        let batch = self.pad(windows, &[]);
+        self.cpu.forward(&batch, Want::Hidden).map(drop)
+    }
+
+    /// Whether the f32 GEMMs prefetch the weights ahead and why: `on`/`off`, as the CPU
+    /// wants, timed (with the time without ÷ the time with), still being timed, or set before
+    /// this model (by hand, or timed with an earlier model of this instance).
+    pub fn weight_prefetch(&self) -> String {
+        let now = if gemm::prefetch_chosen() { "on" } else { "off" };
+        match self.cpu.trial() {
+            Trial::Timing(t) => format!("{now}, being timed ({} pairs so far)", t.pairs()),
+            Trial::Chosen(c) => format!("{now}, timed: {:.3} of the time without", c.ratio),
+            Trial::Untimed if gemm::prefetch_override().is_some() => {
+                format!("{now}, set before this model")
+            }
+            Trial::Untimed => format!("{now}, as the CPU wants"),
         }
     }
 

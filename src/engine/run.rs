@@ -141,9 +141,7 @@ impl Engine {
                 }
             }
         }
-        let out = self
-            .cpu
-            .call(|model, state| model.forward(state, batch, want))?;
+        let out = self.cpu.forward(batch, want)?;
         self.set_backend(format!("cpu-{}", self.kernel));
         Ok(out)
     }

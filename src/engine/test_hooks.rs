@@ -29,6 +29,19 @@ impl Engine {
         self.with_gpu_for_test(|exec| exec.round_timestamps_for_test(ms));
     }
 
+    /// Starts timing the prefetch choice as WebAssembly does at load (natively the CPU's
+    /// choice stands), where the model has f32 linears and nothing set the choice.
+    pub fn start_prefetch_trial_for_test(&self) {
+        self.cpu.start_trial();
+    }
+
+    /// Sets whether the f32 GEMMs prefetch the weights ahead (`None`: as the CPU wants), and
+    /// stops timing that choice.
+    pub fn set_weight_prefetch_for_test(&self, on: Option<bool>) {
+        self.cpu.end_trial();
+        crate::cpu::gemm::set_prefetch(on);
+    }
+
     /// Applies a test hook to the GPU executor, where there is one.
     fn with_gpu_for_test(&self, hook: impl FnOnce(&mut GpuExecutor)) {
         if let Some(g) = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {

@@ -381,6 +381,14 @@ impl WebEngine {
         self.engine.lose_gpu_during_forward_for_test(after);
     }
 
+    /// Sets whether the f32 GEMMs prefetch the weights ahead (`undefined`: as the CPU wants),
+    /// ending the timing of that choice, for measuring both in one page.
+    #[cfg(feature = "test-hooks")]
+    #[wasm_bindgen(js_name = debugSetWeightPrefetch)]
+    pub fn debug_set_weight_prefetch(&self, on: Option<bool>) {
+        self.engine.set_weight_prefetch_for_test(on);
+    }
+
     /// Makes the next forward pass panic: a trap inside a call.
     #[cfg(feature = "test-hooks")]
     #[wasm_bindgen(js_name = debugTrapInNextForward)]

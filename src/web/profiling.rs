@@ -29,7 +29,8 @@ impl WebEngine {
     }
 
     /// Runs `runs` CPU forwards over a text of about `tokens` tokens and drops the results:
-    /// the threads build's helpers run unoptimized code until they have done some work.
+    /// the threads build's helpers run unoptimized code until they have done some work, and
+    /// the first forwards time the prefetch choice ([`Self::weight_prefetch`]).
     #[wasm_bindgen(js_name = warmUp)]
     pub fn warm_up(&self, runs: usize, tokens: usize) -> Result<(), JsError> {
         if self.engine.has_gpu() {
@@ -41,11 +42,18 @@ impl WebEngine {
             .encode(&text, None, Some(tokens))
             .map_err(js_error)?;
         for _ in 0..runs {
-            self.engine
-                .cpu_profile(std::slice::from_ref(&window))
+            (self.engine)
+                .cpu_warm_up(std::slice::from_ref(&window))
                 .map_err(js_error)?;
         }
         Ok(())
+    }
+
+    /// Whether the f32 GEMMs prefetch the weights ahead, and how that was chosen (timed in
+    /// the first forwards: WebAssembly cannot ask what the CPU is).
+    #[wasm_bindgen(js_name = weightPrefetch)]
+    pub fn weight_prefetch(&self) -> String {
+        self.engine.weight_prefetch()
     }
 
     /// The roofline of CPU forwards over `text` (JSON, `null` on a GPU): the median ms of

@@ -7,7 +7,9 @@
 //   /tjs/      @huggingface/transformers/dist/   /ort/  onnxruntime-web/dist/  (no CDN)
 //   /models/   models/            (models/pii, models/minilm, models/bench/tjs-minilm)
 // Opens the page once per thread count (ORT's thread count is fixed per page) and prints the table.
-//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3] [--gpu-weights packed|dequantized]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--serve]
+//   node tests/bench/run.mjs [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3] [--gpu-weights packed|dequantized]] [--no-worker] [--order alternate|blocks] [--models minilm,pii] [--tokens 15,128] [--prefetch on|off] [--serve]
+// --prefetch: webert's f32 GEMMs prefetch the weights ahead or not, set by a test hook (its
+// default: timed in its first forwards); the agreement lines say what each row ran with.
 // --no-worker: webert on the page's thread (its browser default is a Web Worker).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -57,7 +59,7 @@ async function main() {
       const url = `${server.url}?threads=${threads}&runs=${n}&warmup=${w}&warmupMs=${wms}&device=${device}` +
         (flag('no-worker') ? '&worker=0' : '') + (arg('order') ? `&order=${arg('order')}` : '') +
         (arg('models') ? `&models=${arg('models')}` : '') + (arg('tokens') ? `&tokens=${arg('tokens')}` : '') +
-        (arg('gpu-weights') ? `&gpuWeights=${arg('gpu-weights')}` : '');
+        (arg('gpu-weights') ? `&gpuWeights=${arg('gpu-weights')}` : '') + (arg('prefetch') ? `&prefetch=${arg('prefetch')}` : '');
       console.error(`> ${url}`);
       await page.goto(url);
       const res = await page.evaluate(() => window.__bench);

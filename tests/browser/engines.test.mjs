@@ -137,6 +137,12 @@ async function packageRun({ pii, minilm, seqcls, qa, timing }) {
   out.fxInfo = { wasmBuild: fx.info.wasmBuild, backend: fx.backend };
   out.minilm = [];
   for (const text of minilm) out.minilm.push(Array.from((await fx(text, { pooling: 'mean', normalize: true })).data));
+  // Short calls time the prefetch choice of the f32 GEMMs (in its first 18 forwards of ≤ 64
+  // rows, the idle-time warm-up's among them).
+  const { testHooks } = await import('/pkg/testing.js');
+  const short = minilm.filter((t) => t.length < 100);
+  for (let i = 0; i < 30 && /being timed/.test(await testHooks(fx).weightPrefetch()); i++) await fx(short[i % short.length]);
+  out.fxPrefetch = await testHooks(fx).weightPrefetch();
   out.timing = {};
   for (const [name, p] of [['pii', ner], ['minilm', fx]]) {
     const ms = [];
@@ -441,6 +447,8 @@ for (const engine of WANT) {
       f.matrix.webgpu = !r.gpu ? 'no navigator.gpu: CPU' : !r.adapter ? 'no adapter: CPU' : r.adapter.isFallbackAdapter ? `fallback adapter (${r.adapter.name}): auto uses the CPU` : `adapter ${r.adapter.name}: ${r.webgpu.backend ?? r.webgpu.error}`;
       vectors[engine] = r.minilm;
       checkPackage(engine, r);
+      assert.match(r.fxPrefetch, /^(on|off), timed: \d+\.\d{3} of the time without$/, `${engine}: the prefetch choice timed in MiniLM's first short forwards`);
+      f.matrix.prefetch = r.fxPrefetch;
       const cos = Math.min(...minilmCases().map((c, i) => cosine(r.minilm[i], c.pooled.mean_l2.flat())));
       const ref = vectors.chromium;
       const vsChromium = ref && engine !== 'chromium' ? Math.max(...r.minilm.flatMap((v, i) => v.map((x, j) => Math.abs(x - ref[i][j])))) : null;

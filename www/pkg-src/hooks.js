@@ -33,6 +33,13 @@ export function runHook(model, name, arg) {
       case 'memory':
         need(runtime.glue, 'debugMemoryBytes');
         return runtime.glue.debugMemoryBytes();
+      case 'weight-prefetch':
+        if (!model.live) await model.load();
+        return model.engine.weightPrefetch();
+      case 'set-weight-prefetch':
+        need(runtime.glue.WebEngine.prototype, 'debugSetWeightPrefetch');
+        if (!model.live) await model.load();
+        return model.engine.debugSetWeightPrefetch(arg ?? undefined);
       case 'threads':
         return runtime.glue.setThreads(Number(arg));
       default:

@@ -23,6 +23,13 @@ export interface TestHooks {
   /** Sets the thread count of the model's WebAssembly instance; resolves to the count in force. */
   threads(n: number): Promise<number>;
   /**
+   * Whether the CPU's f32 GEMMs prefetch the weights ahead and how that was chosen, e.g.
+   * `off, timed: 0.82 of the time without` (WebAssembly times it in the first forwards).
+   */
+  weightPrefetch(): Promise<string>;
+  /** Sets that choice for every model of the instance (`undefined`: back to the default), to measure both. */
+  setWeightPrefetch(on?: boolean): Promise<void>;
+  /**
    * Calls the worker's express lane answered, and refused (those went on by message), on a
    * cross-origin isolated page; null where there is no lane (no worker, not isolated).
    */

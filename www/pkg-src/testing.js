@@ -20,6 +20,8 @@ export function testHooks(pipe) {
     trapInNextCall: () => hook('trap-in-call'),
     wasmMemory: () => hook('memory'),
     threads: (n) => hook('threads', n),
+    weightPrefetch: () => hook('weight-prefetch'),
+    setWeightPrefetch: (on) => hook('set-weight-prefetch', on),
     laneStats: () => (host.laneStats ? { ...host.laneStats } : null),
   };
 }

@@ -3,6 +3,7 @@
 // Everything is local: env.allowRemoteModels = false and local wasmPaths. The result is left in
 // window.__bench (read by tests/bench/run.mjs) and printed on the page.
 import { pipeline as webertPipeline } from '/pkg/webert.js';
+import { testHooks } from '/pkg/testing.js';
 import { env, pipeline as tjsPipeline } from '/tjs/transformers.js';
 
 const q = new URLSearchParams(location.search);
@@ -24,6 +25,8 @@ const order = q.get('order') ?? 'alternate';
 const gpuWeights = q.get('gpuWeights') ?? undefined;
 const wanted = (q.get('models') ?? 'minilm,pii').split(',');
 const tokenTargets = (q.get('tokens') ?? '15,128').split(',').map(Number);
+// on/off: webert's f32 GEMMs prefetch the weights ahead or not (a test hook); unset: its default.
+const prefetch = q.get('prefetch');
 const out = document.getElementById('out');
 const log = (s) => { out.textContent += `\n${s}`; console.log(s); };
 
@@ -147,6 +150,7 @@ async function main() {
       ...(device === 'webgpu' && gpuWeights ? { gpuWeights } : {}),
     });
     const wLoad = performance.now() - t0;
+    if (prefetch) await testHooks(w).setWeightPrefetch(prefetch === 'on');
     t0 = performance.now();
     const t = await tjsPipeline(m.task, m.tjs, { dtype: m.dtype, device });
     const tLoad = performance.now() - t0;
@@ -159,7 +163,10 @@ async function main() {
       const wopts = embeds(key) ? { pooling: 'mean', normalize: false } : { aggregation_strategy: 'none' };
       const [wr, tr] = await timePair(() => w(text, wopts), () => t(text, opts));
       const cmp = compare(key, wr.last, tr.last);
-      cmp.detail += ` (webert on ${wr.last.backend}, ${w.info.threads} thread${w.info.threads > 1 ? 's' : ''}${w.info.int_kernel ? `, ${w.info.int_kernel}` : ''})`;
+      // Packages older than the hook have none.
+      const touches = await Promise.resolve().then(() => testHooks(w).weightPrefetch()).catch(() => null);
+      cmp.detail += ` (webert on ${wr.last.backend}, ${w.info.threads} thread${w.info.threads > 1 ? 's' : ''}${w.info.int_kernel ? `, ${w.info.int_kernel}` : ''}` +
+        `${touches ? `; weight prefetch ${touches}` : ''})`;
       const row = {
         model: m.label, key, tokens, threads, device,
         webert_ms: wr?.median ?? null, webert_threads: w.info.threads, webert_engine_ms: wr?.engine ? median(wr.engine) : null, tjs_ms: tr.median,

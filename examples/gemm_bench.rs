@@ -1,6 +1,6 @@
 //! GFLOP/s of every available micro-kernel on the GEMM shapes of MiniLM at 128 tokens (or
 //! `--tokens N`; `--cold`: weights cycle through copies of 64 MB or more, so they come from
-//! memory as in a forward pass, not from cache)
+//! memory as in a forward pass, not from cache; `--prefetch on|off`)
 //! (natively, or for wasm32-wasip1 in Node and Chromium: `scripts/wasm_bench.sh`), f32 and,
 //! where a kernel has one, the int8 tile on q4 weights (its results checked against the
 //! portable scalar tile's); and every q8 tile (per-channel int8 weights, activations quantized
@@ -37,6 +37,13 @@ fn main() {
         .position(|a| a == "--tokens")
         .map_or(128, |i| args[i + 1].parse().expect("--tokens N"));
     let cold = args.iter().any(|a| a == "--cold");
+    // `--prefetch on|off`: the f32 GEMMs fetch the weights ahead or not (else as the CPU wants).
+    if args.iter().any(|a| a == "--panel") {
+        webert::cpu::gemm::PANEL_EXP.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    if let Some(i) = args.iter().position(|a| a == "--prefetch") {
+        webert::cpu::gemm::set_prefetch(Some(args[i + 1] == "on"));
+    }
     // (m, n, k): qkv, attention output, FFN in, FFN out, scores, scores · V
     let shapes = [
         (t, 1152, 384),

@@ -4,7 +4,7 @@
 # (an f32 ONNX export of MiniLM, scripts/export_minilm_onnx.py; transformers.js cannot read
 # safetensors). Installs tests/bench's own npm deps (transformers.js + playwright-core) from its
 # package-lock.json, with ONNXRUNTIME_NODE_INSTALL=skip and no install scripts (no network at run time).
-#   bash scripts/bench_browser.sh [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3] [--gpu-weights packed|dequantized]] [--no-worker] [--order alternate|blocks] [--models minilm,pii,minilm-q8,pii-q8] [--tokens 15,128] [--serve]
+#   bash scripts/bench_browser.sh [--runs 20] [--warmup 3] [--warmup-ms 2000] [--threads 1,2] [--webgpu [--gpu-runs 3] [--gpu-weights packed|dequantized]] [--no-worker] [--order alternate|blocks] [--models minilm,pii,minilm-q8,pii-q8] [--tokens 15,128] [--prefetch on|off] [--serve]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f www/pkg/webert.js ] || bash scripts/build_web.sh

@@ -25,6 +25,7 @@ const BLOCKS_AHEAD: usize = 4;
 /// few-row calls, in WebAssembly every call): 0 decided by the CPU ([`prefetch_by_cpu`]), 1
 /// never, 2 always ([`set_prefetch`]).
 static PREFETCH: AtomicU8 = AtomicU8::new(0);
+pub static PANEL_EXP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Overrides whether GEMMs prefetch the weights ahead (`None`: as the CPU wants), for
 /// measuring it on another machine (`WEBERT_PREFETCH` in the CLI) and for the engine's timed
@@ -238,7 +239,8 @@ pub unsafe fn gemm_shared(
     // block is in L1. More rows: a block of A stays cached while the panels pass over it.
     // WebAssembly keeps the second order until the first is measured there (its prefetch is a
     // load, which the first order issues further ahead).
-    let panel_outer = !cfg!(target_arch = "wasm32") && strips * mr * k * 4 <= A_IN_L2_BYTES;
+    let exp = PANEL_EXP.load(Ordering::Relaxed);
+    let panel_outer = (exp || !cfg!(target_arch = "wasm32")) && strips * mr * k * 4 <= A_IN_L2_BYTES;
     let prefetch = match panel_outer || cfg!(target_arch = "wasm32") {
         true => prefetch_chosen(),
         false => true,

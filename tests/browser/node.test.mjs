@@ -489,7 +489,8 @@ test('a pipeline shows no test hooks; webert/testing adds them; profile() is pub
     const hidden = names(p).filter((n) => /debug|trap|lose|lane|hook|threads/i.test(n));
     assert.deepEqual(hidden, [], 'hook-like properties on a pipeline');
   }
-  assert.deepEqual(Object.keys(testHooks(pii)).sort(), ['laneStats', 'loseDevice', 'loseDeviceDuringCall', 'threads', 'trap', 'trapAsync', 'trapInNextCall', 'wasmMemory']);
+  assert.deepEqual(Object.keys(testHooks(pii)).sort(), ['laneStats', 'loseDevice', 'loseDeviceDuringCall', 'setWeightPrefetch', 'threads', 'trap', 'trapAsync', 'trapInNextCall', 'wasmMemory', 'weightPrefetch']);
+  assert.match(await testHooks(minilm).weightPrefetch(), /^(on|off), /);
   assert.equal(testHooks(pii).laneStats(), null); // no worker in Node
   assert.equal(await testHooks(minilm).threads(1), 1);
   assert.throws(() => testHooks({}), /testHooks\(\) takes a pipeline/);

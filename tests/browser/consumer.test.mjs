@@ -70,7 +70,7 @@ test('the installed package: a pipeline shows no test hooks, webert/testing adds
   const { own, hooks, trap, declared } = JSON.parse(out);
   assert.deepEqual(own.filter((n) => /debug|trap|lose|lane|hook|threads/i.test(n)), [], `pipeline properties: ${own}`);
   assert.ok(own.includes('profile'));
-  assert.deepEqual(hooks, ['laneStats', 'loseDevice', 'loseDeviceDuringCall', 'threads', 'trap', 'trapAsync', 'trapInNextCall', 'wasmMemory']);
+  assert.deepEqual(hooks, ['laneStats', 'loseDevice', 'loseDeviceDuringCall', 'setWeightPrefetch', 'threads', 'trap', 'trapAsync', 'trapInNextCall', 'wasmMemory', 'weightPrefetch']);
   assert.match(trap, /debugTrap called.*instance was restarted/s);
   assert.deepEqual(declared.filter((n) => /debug|trap|lose|lane|hook|threads/i.test(n)), [], `declared in webert.d.ts: ${declared}`);
 });

@@ -38,9 +38,6 @@ fn main() {
         .map_or(128, |i| args[i + 1].parse().expect("--tokens N"));
     let cold = args.iter().any(|a| a == "--cold");
     // `--prefetch on|off`: the f32 GEMMs fetch the weights ahead or not (else as the CPU wants).
-    if args.iter().any(|a| a == "--panel") {
-        webert::cpu::gemm::PANEL_EXP.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
     if let Some(i) = args.iter().position(|a| a == "--prefetch") {
         webert::cpu::gemm::set_prefetch(Some(args[i + 1] == "on"));
     }

@@ -25,7 +25,6 @@ const BLOCKS_AHEAD: usize = 4;
 /// few-row calls, in WebAssembly every call): 0 decided by the CPU ([`prefetch_by_cpu`]), 1
 /// never, 2 always ([`set_prefetch`]).
 static PREFETCH: AtomicU8 = AtomicU8::new(0);
-pub static PANEL_EXP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Overrides whether GEMMs prefetch the weights ahead (`None`: as the CPU wants), for
 /// measuring it on another machine (`WEBERT_PREFETCH` in the CLI) and for the engine's timed
@@ -237,12 +236,14 @@ pub unsafe fn gemm_shared(
     // Few rows (a page's short calls): all of packed A stays in L2, so each panel of B is read
     // once, whole and in memory order, every strip passing over each of its blocks while the
     // block is in L1. More rows: a block of A stays cached while the panels pass over it.
-    // WebAssembly keeps the second order until the first is measured there (its prefetch is a
-    // load, which the first order issues further ahead).
-    let exp = PANEL_EXP.load(Ordering::Relaxed);
-    let panel_outer = (exp || !cfg!(target_arch = "wasm32")) && strips * mr * k * 4 <= A_IN_L2_BYTES;
-    let prefetch = match panel_outer || cfg!(target_arch = "wasm32") {
-        true => prefetch_chosen(),
+    // WebAssembly takes the first order only without touching ahead: its touch is a load, and
+    // with touches the second order ran as fast or faster (Zen 3, Zen 4); without, the first
+    // is 4–5 % faster at 8–15 tokens (Zen 4; docs/performance.md).
+    let chosen = prefetch_chosen();
+    let wasm = cfg!(target_arch = "wasm32");
+    let panel_outer = strips * mr * k * 4 <= A_IN_L2_BYTES && !(wasm && chosen);
+    let prefetch = match panel_outer || wasm {
+        true => chosen,
         false => true,
     };
     let pieces = pool::pieces(panels);
@@ -453,7 +454,7 @@ mod tests {
     #[test]
     fn every_kernel_matches_naive_on_ragged_shapes() {
         // Prefetch hints on and off (a hint changes no result, so other tests may run while
-        // this one sets them): both walks over the weights' blocks.
+        // this one sets them); in WebAssembly they also pick the walk over the weights.
         for (kern, prefetch) in available()
             .into_iter()
             .flat_map(|k| [(k, true), (k, false)])

@@ -24,7 +24,7 @@ try {
         const hooks = testHooks(p);
         // Words of two tokens each ("w1" is "w", "##1"), plus [CLS] and [SEP].
         const text = (n) => Array.from({ length: Math.max(1, (n - 2) >> 1) }, (_, i) => `w${i % 50}`).join(' ');
-        for (let i = 0; i < 40 && /being timed/.test(await hooks.weightPrefetch()); i++) await p(text(15));
+        for (let i = 0; i < 60 && /being timed/.test(await hooks.weightPrefetch()); i++) await p(text(15));
         if (prefetch !== 'chosen') await hooks.setWeightPrefetch(prefetch === 'on');
         const rows = [];
         for (const n of tokens) rows.push(await p.roofline(text(n), { runs }));

@@ -137,11 +137,11 @@ async function packageRun({ pii, minilm, seqcls, qa, timing }) {
   out.fxInfo = { wasmBuild: fx.info.wasmBuild, backend: fx.backend };
   out.minilm = [];
   for (const text of minilm) out.minilm.push(Array.from((await fx(text, { pooling: 'mean', normalize: true })).data));
-  // Short calls time the prefetch choice of the f32 GEMMs (in its first 18 forwards of ≤ 64
-  // rows, the idle-time warm-up's among them).
+  // Short calls time the prefetch choice of the f32 GEMMs (in its first 18 to 42 forwards of
+  // ≤ 64 rows, the idle-time warm-up's among them).
   const { testHooks } = await import('/pkg/testing.js');
   const short = minilm.filter((t) => t.length < 100);
-  for (let i = 0; i < 30 && /being timed/.test(await testHooks(fx).weightPrefetch()); i++) await fx(short[i % short.length]);
+  for (let i = 0; i < 50 && /being timed/.test(await testHooks(fx).weightPrefetch()); i++) await fx(short[i % short.length]);
   out.fxPrefetch = await testHooks(fx).weightPrefetch();
   out.timing = {};
   for (const [name, p] of [['pii', ner], ['minilm', fx]]) {

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use pollster::block_on;
 use std::path::Path;
-use webert::engine::{Engine, LoadOptions, Want};
+use webert::engine::{Engine, LoadOptions};
 use webert::model::ModelFiles;
 
 const TEXTS: [&str; 6] = [
@@ -34,18 +34,8 @@ fn load(dir: &Path, quantized: webert::exec::Quantized) -> Engine {
     block_on(Engine::load(ModelFiles::from_dir(dir).unwrap(), options)).unwrap()
 }
 
-/// The hidden states and logits of `text` alone, as bits.
-fn answer(engine: &Engine, text: &str) -> Vec<u32> {
-    let window = engine.tokenizer.encode(text, None).unwrap();
-    let out = block_on(engine.run(&[window], Want::Both, &[])).unwrap();
-    let [w] = &out[..] else { panic!("one window") };
-    (w.hidden.iter().chain(&w.logits))
-        .map(|x| x.to_bits())
-        .collect()
-}
-
 fn calls_overlap_and_answer_as_alone(engine: &Engine) {
-    let alone: Vec<Vec<u32>> = TEXTS.iter().map(|t| answer(engine, t)).collect();
+    let alone: Vec<Vec<u32>> = TEXTS.iter().map(|t| answer_bits(engine, t)).collect();
     assert_eq!(
         engine.cpu_states_made_for_test(),
         1,
@@ -60,7 +50,7 @@ fn calls_overlap_and_answer_as_alone(engine: &Engine) {
                     for i in 0..TEXTS.len() {
                         // each thread takes the texts in another order
                         let i = (i * (t + 1) + round) % TEXTS.len();
-                        let got = answer(engine, TEXTS[i]);
+                        let got = answer_bits(engine, TEXTS[i]);
                         assert!(got == alone[i], "thread {t}: {:?} differs", TEXTS[i]);
                     }
                 }

@@ -6,17 +6,7 @@ mod common;
 use common::*;
 use pollster::block_on;
 use webert::cpu::gemm;
-use webert::engine::{Engine, Want};
-
-/// The hidden states and logits of `text`, as bits.
-fn answer(engine: &Engine, text: &str) -> Vec<u32> {
-    let window = engine.tokenizer.encode(text, None).unwrap();
-    let out = block_on(engine.run(&[window], Want::Both, &[])).unwrap();
-    let [w] = &out[..] else { panic!("one window") };
-    (w.hidden.iter().chain(&w.logits))
-        .map(|x| x.to_bits())
-        .collect()
-}
+use webert::engine::Want;
 
 #[test]
 fn trial_forwards_answer_as_untimed_ones_and_end_in_a_choice() {
@@ -25,7 +15,7 @@ fn trial_forwards_answer_as_untimed_ones_and_end_in_a_choice() {
         "a short one",
         "Call Ana at 555-0100 before the meeting in Lisbon.",
     ];
-    let untimed: Vec<Vec<u32>> = texts.iter().map(|t| answer(&engine, t)).collect();
+    let untimed: Vec<Vec<u32>> = texts.iter().map(|t| answer_bits(&engine, t)).collect();
     assert!(engine.weight_prefetch().ends_with("as the CPU wants"));
 
     engine.start_prefetch_trial_for_test();
@@ -51,7 +41,7 @@ fn trial_forwards_answer_as_untimed_ones_and_end_in_a_choice() {
         assert!(forwards < 100, "no choice after {forwards} forwards");
         let i = forwards % texts.len();
         assert_eq!(
-            answer(&engine, texts[i]),
+            answer_bits(&engine, texts[i]),
             untimed[i],
             "trial forward {forwards}"
         );

@@ -153,3 +153,14 @@ pub fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 pub fn opt_str<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
+
+/// The hidden states and logits of `text` alone, as bits (answers compared bit for bit).
+#[allow(dead_code)]
+pub fn answer_bits(engine: &Engine, text: &str) -> Vec<u32> {
+    let window = engine.tokenizer.encode(text, None).unwrap();
+    let out = pollster::block_on(engine.run(&[window], webert::engine::Want::Both, &[])).unwrap();
+    let [w] = &out[..] else { panic!("one window") };
+    (w.hidden.iter().chain(&w.logits))
+        .map(|x| x.to_bits())
+        .collect()
+}

@@ -32,7 +32,7 @@ pub struct PrefetchTrial {
     pair: [f64; 2],
     /// Per timed pair of this round: time without touches ÷ time with.
     ratios: Vec<f64>,
-    /// Rounds that ended undecided.
+    /// Rounds timed so far.
     rounds: usize,
 }
 

@@ -19,9 +19,29 @@ fn kc_for(nr: usize) -> usize {
 /// tokens: sum of per-op minima 4.0 → 3.8 ms against 128; AVX2 5.2 → 4.6 against 256).
 const FEW_ROWS_KC: usize = 512;
 
-/// Packed A up to this size is taken to stay in L2 for a whole call (see `gemm_shared`): 15
-/// rows padded to two 12-row strips over k = 1536 (a BERT FFN's second linear) are 144 KiB.
-const A_IN_L2_BYTES: usize = 256 << 10;
+/// Packed A up to this size is taken to stay in L2 for a whole call (see `gemm_shared`): a
+/// quarter of L2 where the CPU says how large it is, at least 128 KiB and at most 256. With
+/// 1 MiB or more (Zen 4), 15 rows padded to two 12-row strips over k = 1536 (a BERT FFN's
+/// second linear, 144 KiB) take the few-row walk: MiniLM f32 at 15 tokens 5.0 → 4.0 ms.
+/// WebAssembly cannot ask, and keeps the smallest.
+fn a_in_l2_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| (l2_bytes().unwrap_or(0) / 4).clamp(128 << 10, 256 << 10))
+}
+
+/// The L2 cache of this core, in bytes, where CPUID reports it (AMD and Intel: extended leaf 6).
+#[cfg(target_arch = "x86_64")]
+fn l2_bytes() -> Option<usize> {
+    use std::arch::x86_64::__cpuid;
+    let leaves = __cpuid(0x8000_0000).eax;
+    let kib = (leaves >= 0x8000_0006).then(|| __cpuid(0x8000_0006).ecx >> 16)?;
+    (kib > 0).then_some(kib as usize * 1024)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn l2_bytes() -> Option<usize> {
+    None
+}
 
 /// When few rows walk the weights in memory order, the block they prefetch is this many
 /// ahead: the next one alone arrives too late to hide the stream (MiniLM f32 at 15 tokens,
@@ -246,7 +266,7 @@ pub unsafe fn gemm_shared(
     // is 4–5 % faster at 8–15 tokens (Zen 4; docs/performance.md).
     let chosen = prefetch_chosen();
     let wasm = cfg!(target_arch = "wasm32");
-    let panel_outer = strips * mr * k * 4 <= A_IN_L2_BYTES && !(wasm && chosen);
+    let panel_outer = strips * mr * k * 4 <= a_in_l2_bytes() && !(wasm && chosen);
     let prefetch = match panel_outer || wasm {
         true => chosen,
         false => true,
@@ -488,7 +508,7 @@ mod tests {
                 (23, 33, 65),
                 // few rows over several of the deeper K blocks of that order
                 (15, 40, 1100),
-                // packed A past `A_IN_L2_BYTES`: K blocks outermost
+                // packed A past `a_in_l2_bytes`: K blocks outermost
                 (150, 40, 500),
             ] {
                 let a = rand_vec(m * k, 1 + m as u64);

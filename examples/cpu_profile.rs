@@ -2,7 +2,8 @@
 //! (f32, or with q4 weights like the PII export: `--q4`, or per-channel q8 weights like
 //! transformers.js's `model_quantized.onnx`: `--q8`) on 128 tokens (`--tokens N`). Needs no files, so it
 //! also runs for wasm32-wasip1 in Chromium (`node tests/bench/wasi-chromium.mjs <wasm> --q4`).
-//! `--threads N`: native only, N threads.
+//! `--threads N`: native only, N threads. `--prefetch on|off`: the f32 GEMMs prefetch the
+//! weights ahead or not (else as the CPU wants, or the wasm default).
 //! Natively, `--model DIR` profiles a model folder instead (e.g. which linears run on integers),
 //! `--isa NAME` picks another kernel (avx2 on an AVX-512 machine), `--runs N` (10); with
 //! `--shape bert-base` (`minilm-l6`, `bert-large`) the folder's family at that shape with seeded
@@ -18,6 +19,9 @@ fn main() {
     let q8 = std::env::args().any(|a| a == "--q8");
     let f32_only = std::env::args().any(|a| a == "--f32");
     let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--prefetch") {
+        webert::cpu::gemm::set_prefetch(Some(args[i + 1] == "on"));
+    }
     if let Some(i) = args.iter().position(|a| a == "--threads") {
         webert::cpu::pool::set_threads(args[i + 1].parse().expect("--threads N"));
     }

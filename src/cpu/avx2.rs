@@ -13,6 +13,7 @@ pub static KERNEL: Kernel = Kernel {
     nr: NR,
     tile: tile::<MR>,
     tails: &[tile::<1>, tile::<2>, tile::<3>, tile::<4>, tile::<5>],
+    streaming: &[],
     ops: &ROW_OPS,
     quant: None,
     q8: &[&Q8],

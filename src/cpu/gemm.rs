@@ -276,6 +276,16 @@ pub unsafe fn gemm_shared(
         true => FEW_ROWS_KC,
         false => kc_for(nr),
     };
+    // A call of one strip, where no hints are spread over it, streams each weight block
+    // through a tile that prefetches it ahead (where the kernel has such tiles): the cores'
+    // own prefetchers fall behind a lone strip. Strips after the first give them time, and
+    // there the tiles gain nothing. A B that fits the share of L2 kept for A (attention's
+    // keys and values) is in cache already.
+    let streaming = strips == 1
+        && panel_outer
+        && !prefetch
+        && !kern.streaming.is_empty()
+        && b.bytes() > a_in_l2_bytes();
     pack_a(a_pack, a, lda, m, mr, k, kc);
     let a_pack = &a_pack[..];
     let pieces = pool::pieces(panels);
@@ -297,7 +307,10 @@ pub unsafe fn gemm_shared(
                 touch_lines(next, s * per_strip, per_strip);
                 let rows = mr.min(m - s * mr);
                 let a_strip = &a_block[s * kcb * mr..(s + 1) * kcb * mr];
-                let tile = tile_for(kern.tile, kern.tails, rows, mr);
+                let tile = match streaming {
+                    true => kern.streaming[rows - 1],
+                    false => tile_for(kern.tile, kern.tails, rows, mr),
+                };
                 // SAFETY: the strip holds kcb*mr floats and the block kcb*nr (asserted by the
                 // slicing above); the kernel writes only rows < `rows` and cols < `cols` of
                 // this panel's columns of C, inside C by the length assert and written by no
@@ -508,6 +521,9 @@ mod tests {
                 (23, 33, 65),
                 // few rows over several of the deeper K blocks of that order
                 (15, 40, 1100),
+                // one strip over B past `a_in_l2_bytes` (the streaming tiles), ragged and full
+                (5, 70, 1100),
+                (12, 65, 1030),
                 // packed A past `a_in_l2_bytes`: K blocks outermost
                 (150, 40, 500),
             ] {

@@ -12,6 +12,7 @@ pub static KERNEL: Kernel = Kernel {
     nr: NR,
     tile,
     tails: &[],
+    streaming: &[],
     ops: &ROW_OPS,
     quant: None,
     q8: &[],

@@ -30,6 +30,7 @@ pub static KERNEL: Kernel = Kernel {
     nr: 4 * NV,
     tile: tile::<MR>,
     tails: TAILS,
+    streaming: &[],
     ops: &ROW_OPS,
     quant: Some(&QUANT),
     // int8, its weight operand 0..=127: onnxruntime's reduce_range codes (-64..=64) fit but

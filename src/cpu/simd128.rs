@@ -16,6 +16,7 @@ pub static KERNEL: Kernel = Kernel {
     nr: 4 * NV,
     tile: tile::<MR>,
     tails: &[tile::<1>, tile::<2>, tile::<3>],
+    streaming: &[],
     ops: &ROW_OPS,
     quant: Some(&QUANT),
     q8: &[&QUANT],

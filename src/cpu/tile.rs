@@ -23,6 +23,10 @@ pub struct Kernel {
     /// Tiles for a last strip of fewer real rows (`tails[rows - 1]`, reading the same `mr`-row
     /// strip layout), so that its zero padding is not computed; empty where `tile` is used.
     pub tails: &'static [TileFn],
+    /// Tiles that prefetch their weight panel ahead as they go (`streaming[rows - 1]`, up to
+    /// `mr` rows), for calls of one strip that spread no hints (see `gemm.rs`); empty where
+    /// `tile` and `tails` serve there too.
+    pub streaming: &'static [TileFn],
     /// Elementwise row ops compiled for the same ISA.
     pub ops: &'static super::math::RowOps,
     /// The integer-dot tile for block-quantized weights, where this ISA has a fast one.

@@ -26,10 +26,13 @@ pub static KERNEL: Kernel = Kernel {
         tile::<10, false>,
         tile::<11, false>,
     ],
+    // One to three rows take the 4-row tile (the strip's padding rows are zeros, never
+    // stored): the stream sets the pace, and the shorter tiles kept up with it less well
+    // (MiniLM f32 at 3 tokens 1.69–1.87 → 1.37–1.52 ms; docs/performance.md).
     streaming: &[
-        tile::<1, true>,
-        tile::<2, true>,
-        tile::<3, true>,
+        tile::<4, true>,
+        tile::<4, true>,
+        tile::<4, true>,
         tile::<4, true>,
         tile::<5, true>,
         tile::<6, true>,

@@ -522,6 +522,7 @@ mod tests {
                 // few rows over several of the deeper K blocks of that order
                 (15, 40, 1100),
                 // one strip over B past `a_in_l2_bytes` (the streaming tiles), ragged and full
+                (2, 70, 1100),
                 (5, 70, 1100),
                 (12, 65, 1030),
                 // packed A past `a_in_l2_bytes`: K blocks outermost

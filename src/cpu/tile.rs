@@ -24,8 +24,9 @@ pub struct Kernel {
     /// strip layout), so that its zero padding is not computed; empty where `tile` is used.
     pub tails: &'static [TileFn],
     /// Tiles that prefetch their weight panel ahead as they go (`streaming[rows - 1]`, up to
-    /// `mr` rows), for calls of one strip that spread no hints (see `gemm.rs`); empty where
-    /// `tile` and `tails` serve there too.
+    /// `mr` rows; a tile of more rows than `rows` computes padding and stores `rows`), for
+    /// calls of one strip that spread no hints (see `gemm.rs`); empty where `tile` and `tails`
+    /// serve there too.
     pub streaming: &'static [TileFn],
     /// Elementwise row ops compiled for the same ISA.
     pub ops: &'static super::math::RowOps,
